@@ -1,0 +1,34 @@
+"""Where netrepro keeps what it builds or fetches, and content hashes for cache keys."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def cache_dir(*parts: str) -> Path:
+    """The cache root ($NETREPRO_CACHE or ~/.cache/netrepro), or a folder in it, created."""
+    root = Path(os.environ.get("NETREPRO_CACHE") or Path.home() / ".cache" / "netrepro")
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def content_hash(files: Iterable[Path], extra: Iterable[str] = ()) -> str:
+    """A hash of the files' names and contents and of extra strings (flags, versions)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(f) for f in files):
+        digest.update(str(path).encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    for item in extra:
+        digest.update(item.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def tree_files(root: Path, suffixes: tuple[str, ...] = (".c", ".h", ".S", ".ld", ".mk")) -> list[Path]:
+    """Every source file under root that a build could read."""
+    names = {"Makefile"}
+    return sorted(p for p in root.rglob("*") if p.is_file() and (p.suffix in suffixes or p.name in names))
