@@ -1,0 +1,114 @@
+"""The firmware's console shell, driven with pexpect (a `dut` in pytest-embedded's sense).
+
+The firmware prints a one-line banner, then `netrepro> ` after every command. Output lines of
+the form NAME=VALUE (opts, stats) and `KEY k=v k=v` events (IPERF, DISCARD) are parsed here.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pexpect
+
+from harness.errors import NetreproError
+
+PROMPT = "netrepro> "
+BANNER = re.compile(r"netrepro firmware board=(\S+) nic=(\S+) lwip=(\S+) profile=(\S+)")
+_FAULT = re.compile(r"FAULT[^\r\n]*")
+
+
+@dataclass(frozen=True)
+class Banner:
+    board: str
+    nic: str
+    lwip: str
+    profile: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """An asynchronous report line such as `IPERF role=server bytes=... ms=...`."""
+
+    kind: str
+    fields: dict[str, str]
+
+    def number(self, key: str) -> int:
+        return int(self.fields[key])
+
+
+class Console:
+    """Send commands to the firmware and read their answers; every wait has a timeout."""
+
+    def __init__(self, child: pexpect.spawn, log_path: Path) -> None:
+        self.child = child
+        self.log_path = log_path
+        self.banner: Banner | None = None
+        self.boot_seconds: float | None = None
+
+    def expect(self, pattern: str | re.Pattern[str], timeout: float) -> re.Match[str]:
+        """Wait for a regex; a crash, a fault or the timeout is a one-line error naming the log."""
+        try:
+            self.child.expect([pattern, _FAULT, pexpect.EOF], timeout=timeout)
+        except pexpect.TIMEOUT:
+            raise NetreproError(f"firmware did not print /{_pattern_text(pattern)}/ within {timeout:g} s",
+                                f"see the console log {self.log_path}") from None
+        match = self.child.match
+        if match is pexpect.EOF:
+            raise NetreproError("the emulator exited unexpectedly", f"see the console log {self.log_path}")
+        if match.re is _FAULT:
+            raise NetreproError(f"firmware fault: {match.group(0).strip()}", f"see the console log {self.log_path}")
+        return match
+
+    def wait_boot(self, timeout: float) -> Banner:
+        start = time.monotonic()
+        match = self.expect(BANNER, timeout)
+        self.banner = Banner(*match.groups())
+        self.expect(re.escape(PROMPT), timeout)
+        self.boot_seconds = time.monotonic() - start
+        return self.banner
+
+    def command(self, line: str, timeout: float = 10.0) -> str:
+        """Run one shell command; returns its output without the echo and the prompt."""
+        self.child.send(line + "\r")
+        self.expect(re.escape(PROMPT), timeout)
+        out = self.child.before.replace("\r", "")
+        lines = out.split("\n")
+        if lines and lines[0].strip() == line.strip():
+            lines = lines[1:]
+        text = "\n".join(lines).strip("\n")
+        error = next((ln for ln in text.splitlines() if ln.startswith("ERROR: ")), None)
+        if error:
+            raise NetreproError(f"firmware refused '{line}': {error[7:]}", f"see {self.log_path}")
+        return text
+
+    def wait_event(self, kind: str, timeout: float) -> Event:
+        """Wait for the next `KIND k=v ...` line the firmware prints by itself."""
+        match = self.expect(re.compile(rf"{kind} ([^\r\n]*)\r?\n"), timeout)
+        return Event(kind, dict(re.findall(r"(\w+)=(\S+)", match.group(1))))
+
+    def opts(self) -> dict[str, int]:
+        """The effective lwIP options, as the compiler saw them."""
+        return {k: int(v) for k, v in _pairs(self.command("opts")).items() if k != "FORCED"}
+
+    def forced_options(self) -> list[str]:
+        forced = _pairs(self.command("opts")).get("FORCED", "")
+        return [name for name in forced.split(",") if name]
+
+    def stats(self) -> dict[str, int]:
+        return {k: int(v) for k, v in _pairs(self.command("stats")).items() if v.lstrip("-").isdigit()}
+
+    def ip(self, address: str | None = None, prefix: int = 24, gateway: str | None = None) -> dict[str, str]:
+        """Read the interface configuration, or set it when an address is given."""
+        line = "ip" if address is None else f"ip {address}/{prefix}" + (f" {gateway}" if gateway else "")
+        return dict(re.findall(r"(\w+)=(\S+)", self.command(line)))
+
+
+def _pairs(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def _pattern_text(pattern: str | re.Pattern[str]) -> str:
+    return pattern.pattern if isinstance(pattern, re.Pattern) else pattern

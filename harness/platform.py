@@ -1,0 +1,166 @@
+"""Platform descriptions: one TOML file per emulated board, loaded and validated.
+
+A description says which engine and machine run the board, the facts the firmware needs
+(memory map, console, NIC address and interrupt), the link presets that go with the board
+and the lwIP option profiles known for it. It is engine-neutral on purpose: the `engine`
+table names the engine, the rest describes the board.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import NetreproError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+# section -> {key: required?}; a section marked required must be present.
+_SCHEMA: dict[str, dict[str, bool]] = {
+    "": {"name": True, "description": True},
+    "real": {"cpu": True, "nics": False},
+    "stand_in": {"cpu": True, "nic": True, "honesty": True},
+    "engine": {"kind": True, "binary": True, "machine": True, "cpu": False, "boot": False, "memory": False,
+               "extra_args": False},
+    "firmware": {"board": True, "nic": True, "toolchain": True, "cpu_hz": True},
+    "memory": {"code": True, "data": True, "bulk": False},
+    "console": {"device": True, "base": True, "serial": False},
+    "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False},
+    "links": {},
+    "profiles": {"default": True, "known": True},
+}
+_REQUIRED_SECTIONS = ("engine", "firmware", "memory", "console", "nic", "profiles", "stand_in", "real")
+_REGION_KEYS = {"origin", "length", "name"}
+_ENGINES = ("qemu",)
+
+
+@dataclass(frozen=True)
+class MemoryRegion:
+    role: str
+    origin: int
+    length: str
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One emulated board, as its description file says."""
+
+    name: str
+    description: str
+    path: Path
+    real: dict[str, Any]
+    stand_in: dict[str, str]
+    engine: dict[str, Any]
+    firmware: dict[str, Any]
+    memory: dict[str, MemoryRegion]
+    console: dict[str, Any]
+    nic: dict[str, Any]
+    links: dict[str, dict[str, Any]]
+    default_profile: str
+    profiles: list[str] = field(default_factory=list)
+
+    def link_preset(self, name: str) -> dict[str, Any]:
+        if name not in self.links:
+            raise NetreproError(f"platform {self.name} has no link preset '{name}'",
+                                f"use one of: {', '.join(sorted(self.links))}")
+        return {k: v for k, v in self.links[name].items() if k != "note"}
+
+
+def platform_dirs() -> list[Path]:
+    """Where descriptions are looked up: $NETREPRO_PLATFORMS (colon-separated), then the project's."""
+    extra = [Path(p) for p in os.environ.get("NETREPRO_PLATFORMS", "").split(":") if p]
+    return [*extra, PROJECT_ROOT / "platforms"]
+
+
+def platform_names() -> list[str]:
+    names = {p.stem for d in platform_dirs() if d.is_dir() for p in d.glob("*.toml")}
+    return sorted(names)
+
+
+def load_platform(name_or_path: str) -> Platform:
+    """Load a platform by name (platforms/<name>.toml) or by the path of a .toml file."""
+    path = _find(name_or_path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise NetreproError(f"{path}: not valid TOML ({exc})", "fix the syntax") from None
+    return _parse(path, data)
+
+
+def _find(name_or_path: str) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml":
+        if not candidate.is_file():
+            raise NetreproError(f"platform file {candidate} does not exist", "check the path")
+        return candidate
+    for directory in platform_dirs():
+        path = directory / f"{name_or_path}.toml"
+        if path.is_file():
+            return path
+    raise NetreproError(f"unknown platform '{name_or_path}'",
+                        f"use one of: {', '.join(platform_names())} (netrepro platforms lists them)")
+
+
+def _parse(path: Path, data: dict[str, Any]) -> Platform:
+    _check_keys(path, "", data)
+    for section in _REQUIRED_SECTIONS:
+        if section not in data:
+            raise NetreproError(f"{path}: missing section [{section}]", "add it (see platforms/openmv-n6.toml)")
+    for section, table in data.items():
+        if section in _SCHEMA and section and section != "links":
+            if not isinstance(table, dict):
+                raise NetreproError(f"{path}: '{section}' must be a table", f"write it as [{section}]")
+            _check_keys(path, section, table)
+    if data["engine"]["kind"] not in _ENGINES:
+        raise NetreproError(f"{path}: engine.kind '{data['engine']['kind']}' is not supported",
+                            f"use one of: {', '.join(_ENGINES)}")
+    if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", str(data["nic"]["mac"])):
+        raise NetreproError(f"{path}: nic.mac '{data['nic']['mac']}' is not a MAC address",
+                            "write it as 52:54:00:12:34:56")
+    profiles = data["profiles"]
+    if profiles["default"] not in profiles["known"]:
+        raise NetreproError(f"{path}: profiles.default '{profiles['default']}' is not in profiles.known",
+                            "add it to the list")
+    return Platform(
+        name=data["name"], description=data["description"], path=path,
+        real=data["real"], stand_in=data["stand_in"], engine=data["engine"], firmware=data["firmware"],
+        memory=_regions(path, data["memory"]), console=data["console"], nic=data["nic"],
+        links=_links(path, data.get("links", {})), default_profile=profiles["default"],
+        profiles=list(profiles["known"]),
+    )
+
+
+def _check_keys(path: Path, section: str, table: dict[str, Any]) -> None:
+    schema = _SCHEMA[section]
+    where = f"{section}." if section else ""
+    for key in table:
+        if section == "" and key in _SCHEMA:
+            continue
+        if key not in schema:
+            raise NetreproError(f"{path}: unknown key '{where}{key}'",
+                                f"allowed keys: {', '.join(sorted(k for k in schema if k not in _SCHEMA))}")
+    for key, required in schema.items():
+        if required and key not in table:
+            raise NetreproError(f"{path}: missing key '{where}{key}'", "add it (see platforms/openmv-n6.toml)")
+
+
+def _regions(path: Path, table: dict[str, Any]) -> dict[str, MemoryRegion]:
+    regions = {}
+    for role, region in table.items():
+        if not isinstance(region, dict) or not {"origin", "length"} <= region.keys() <= _REGION_KEYS:
+            raise NetreproError(f"{path}: memory.{role} must be {{ origin = ..., length = \"...\" }}",
+                                "optionally with name = \"...\"")
+        regions[role] = MemoryRegion(role, int(region["origin"]), str(region["length"]), region.get("name", ""))
+    return regions
+
+
+def _links(path: Path, table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    for name, preset in table.items():
+        if not isinstance(preset, dict):
+            raise NetreproError(f"{path}: links.{name} must be a table", f"write it as [links.{name}]")
+    return dict(table)

@@ -1,0 +1,17 @@
+"""Progress lines for long work (build, boot, run, analyse); silent in CI or when asked."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+class Progress:
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+        self.start = time.monotonic()
+
+    def step(self, message: str) -> None:
+        if not self.quiet:
+            print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=sys.stderr, flush=True)

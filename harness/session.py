@@ -1,0 +1,101 @@
+"""One run's whole rig: firmware build, peer namespace, link, and the board, torn down in reverse.
+
+    with Session(platform, firmware, run_dir, link_spec) as rig:
+        rig.console.command("iperf server")
+        rig.namespace.run(["ping", "-c", "3", rig.addresses.device])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from harness.build import Firmware
+from harness.console import Console
+from harness.engine import NicBackend, QemuEngine
+from harness.link import Link, LinkCounters, LinkSpec
+from harness.peer import TAP_NAME, Addresses, Namespace
+from harness.platform import Platform
+from harness.progress import Progress
+
+
+def make_run_dir(root: Path | None, platform: str, profile: str) -> Path:
+    """A new folder for one run's files, under root (default ./runs)."""
+    root = root or Path("runs")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{stamp}-{platform}-{profile}-", dir=_mkdir(root)))
+    return run_dir.resolve()
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class Session:
+    """Namespace + link + board for one run; a context manager that leaves nothing behind."""
+
+    def __init__(self, platform: Platform, firmware: Firmware, run_dir: Path, link_spec: LinkSpec,
+                 addresses: Addresses | None = None, progress: Progress | None = None,
+                 boot_timeout: float = 60.0) -> None:
+        self.platform = platform
+        self.firmware = firmware
+        self.run_dir = run_dir
+        self.link_spec = link_spec
+        self.addresses = addresses or Addresses()
+        self.progress = progress or Progress(quiet=True)
+        self.boot_timeout = boot_timeout
+        self.sock_dir: Path | None = None
+        self.namespace: Namespace | None = None
+        self.link: Link | None = None
+        self.engine: QemuEngine | None = None
+        self.console: Console | None = None
+        self.link_counters: LinkCounters | None = None
+
+    def __enter__(self) -> Session:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self) -> None:
+        # Unix socket paths are limited to 108 bytes, so they live in a short temp folder.
+        self.sock_dir = Path(tempfile.mkdtemp(prefix="nr-", dir="/tmp"))
+        nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock")
+        self.progress.step("starting the peer namespace and the link")
+        self.namespace = Namespace(self.run_dir).start()
+        self.link = Link(self.link_spec, device_sock=nic.remote, device_remote=nic.local, run_dir=self.run_dir,
+                         tap=TAP_NAME, prefix=self.namespace.prefix())
+        self.link.start(timeout=10.0)
+        self.namespace.configure_tap(TAP_NAME, self.addresses)
+        self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "
+                           f"{self.platform.engine['kind']} {self.platform.engine['machine']}")
+        self.engine = QemuEngine(self.platform, self.firmware.elf, self.run_dir, self.sock_dir, nic)
+        self.console = self.engine.start(timeout=self.boot_timeout)
+        self.console.ip(self.addresses.device, self.addresses.prefix, self.addresses.peer)
+        (self.run_dir / "options.json").write_text(json.dumps(self.console.opts(), indent=2) + "\n")
+
+    def close(self) -> None:
+        """Stop the board, then the link (which writes its counters), then the namespace."""
+        if self.engine is not None:
+            self.engine.stop()
+            self.engine = None
+        if self.link is not None:
+            with contextlib.suppress(Exception):
+                self.link_counters = self.link.stop()
+            self.link = None
+        if self.namespace is not None:
+            self.namespace.stop()
+            self.namespace = None
+        if self.sock_dir is not None:
+            shutil.rmtree(self.sock_dir, ignore_errors=True)
+            self.sock_dir = None
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
