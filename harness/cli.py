@@ -8,14 +8,19 @@ import shutil
 import signal
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from harness.build import LWIP_TREE_ENV, build_firmware, lwip_tree
 from harness.engine import QemuEngine
 from harness.errors import NetreproError
+from harness.link import LinkSpec, parse_size
 from harness.platform import load_platform, platform_names
 from harness.profile import resolve_profile
 from harness.progress import Progress
+from harness.run import RunResult, execute
+from harness.session import make_run_dir
+from harness.workload import WORKLOADS, Workload
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +53,60 @@ def _parser() -> argparse.ArgumentParser:
     boot.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
     boot.add_argument("--quiet", action="store_true", help="no progress lines")
     boot.set_defaults(func=cmd_boot)
+
+    run = sub.add_parser("run", help="run a workload over an emulated link and keep everything in a run folder")
+    run.add_argument("platform")
+    _firmware_args(run)
+    run.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
+    _link_args(run)
+    run.add_argument("--workload", default="rx", choices=WORKLOADS)
+    run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
+    run.add_argument("--bytes", type=_size, default=None, help="byte-count variant (discard: default 8 MiB)")
+    run.add_argument("--chunk", type=_size, default=1460, help="discard: bytes per write")
+    run.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS", help="unmeasured transfer first")
+    run.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
+    run.add_argument("--json", action="store_true", help="print the result JSON")
+    run.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.set_defaults(func=cmd_run)
     return parser
+
+
+_LINK_OPTIONS = {
+    "rtt": "round-trip time the link adds, split evenly (e.g. 5.5ms)",
+    "rate": "bit rate each way, tc units (e.g. 43mbit)",
+    "loss": "random loss each way (e.g. 0.1%%)",
+    "jitter": "delay jitter each way (e.g. 200us)",
+    "limit": "queue limit in packets each way",
+    "limit_bytes": "queue limit in bytes each way",
+    "burst": "bytes the rate may pass back to back",
+    "delay_to_device": "one-way delay peer -> device",
+    "delay_to_peer": "one-way delay device -> peer",
+    "rate_to_device": "rate peer -> device",
+    "rate_to_peer": "rate device -> peer",
+    "loss_to_device": "loss peer -> device",
+    "loss_to_peer": "loss device -> peer",
+    "drop_to_device": "drop list peer -> device (e.g. data:3,syn:1)",
+    "drop_to_peer": "drop list device -> peer",
+    "gemodel": "Gilbert-Elliott loss: p,r[,1-h[,1-k]] (netem's gemodel)",
+    "seed": "seed of the loss models",
+    "snaplen": "bytes of each frame kept in the capture",
+}
+
+
+def _link_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("link overrides (netem/tc units; the effective values go into the result)")
+    for name, help_text in _LINK_OPTIONS.items():
+        kind = int if name == "seed" else str
+        group.add_argument(f"--{name.replace('_', '-')}", dest=f"link_{name}", type=kind, help=help_text,
+                           metavar=name.split("_")[0].upper())
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except NetreproError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _firmware_args(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +134,57 @@ def cmd_platforms(args: argparse.Namespace) -> int:
         print(f"  profiles: {', '.join(p.profiles)} (default {p.default_profile})")
         print(f"  links:    {', '.join(sorted(p.links))}")
     return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    progress = Progress(quiet=args.quiet or args.json)
+    platform = load_platform(args.platform)
+    tree = lwip_tree(args.lwip_tree)
+    profile = resolve_profile(platform, args.lwip, args.include, args.set, tree)
+    preset = platform.link_preset(args.link) if args.link else {}
+    overrides = {name: getattr(args, f"link_{name}") for name in _LINK_OPTIONS}
+    link = LinkSpec.from_preset(preset).override(**{k: v for k, v in overrides.items() if v is not None})
+    workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk,
+                        warmup_s=args.warmup)
+    firmware = build_firmware(platform, profile, tree, progress.step)
+    run_dir = make_run_dir(args.out, platform.name, profile.name)
+    try:
+        result = execute(platform, firmware, link, workload, run_dir, progress, boot_timeout=args.timeout)
+    except NetreproError as exc:
+        raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
+    if args.json:
+        print(json.dumps(asdict(result), indent=2))
+    else:
+        print(format_result(result))
+    return 0
+
+
+def format_result(result: RunResult) -> str:
+    """A short human summary of a run."""
+    lines = [f"{result.platform} / {result.profile} / {result.workload['name']}: "
+             f"throughput {_mbps(result.throughput_mbps)}"]
+    if isinstance(result.bytes, dict):
+        lines.append("  bytes    " + ", ".join(f"{k} {v}" for k, v in result.bytes.items()))
+    else:
+        lines.append(f"  bytes    {result.bytes} in {result.seconds} s")
+    to_device, to_peer = result.link["to_device"], result.link["to_peer"]
+    lines.append(f"  link     rtt {result.link['rtt_s'] * 1e3:g} ms, rate to device "
+                 f"{_rate(to_device.get('rate_bps'))}, to peer {_rate(to_peer.get('rate_bps'))}")
+    for name, counters in result.link_counters.items():
+        if isinstance(counters, dict) and "frames_out" in counters:
+            lines.append(f"  {name:<9}{counters['frames_out']} frames forwarded, dropped {counters.get('dropped', {})}")
+    lines.append(f"  folder   {result.run_dir}")
+    return "\n".join(lines)
+
+
+def _mbps(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v:.2f} Mbit/s" for k, v in value.items())
+    return f"{value:.2f} Mbit/s" if isinstance(value, float | int) else "n/a"
+
+
+def _rate(bps: object) -> str:
+    return f"{bps / 1e6:g} Mbit/s" if isinstance(bps, int | float) and bps else "unlimited"
 
 
 def cmd_boot(args: argparse.Namespace) -> int:

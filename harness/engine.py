@@ -99,7 +99,7 @@ class QemuEngine:
         """QEMU's run state as QMP reports it ('running', 'paused', ...)."""
         if self.qmp is None:
             return "stopped"
-        return str(self.qmp.cmd("query-status")["return"]["status"])
+        return str(self.qmp.cmd("query-status")["status"])
 
     def stop(self) -> None:
         """Quit QEMU (QMP first, then signals); safe to call more than once."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 
@@ -11,21 +12,36 @@ from harness.build import lwip_tree
 from harness.platform import load_platform
 
 _LEFTOVER_MARKS = ("qemu-system", "netrepro-link", "sleep infinity", "iperf")
+_PR_SET_CHILD_SUBREAPER = 36
+
+# Orphans of the processes tests start (e.g. a CLI run interrupted) are re-parented to this
+# process instead of init, so a leak still shows up among its descendants.
+ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def leftover_processes() -> set[tuple[int, str]]:
-    """Processes of the kinds a run starts (QEMU, link, namespace holder, iperf)."""
-    found = set()
+def _process_table() -> dict[int, tuple[int, str]]:
+    table = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
+            stat = (entry / "stat").read_text()
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue
-        if any(mark in cmdline for mark in _LEFTOVER_MARKS):
-            found.add((int(entry.name), cmdline))
-    return found
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        table[int(entry.name)] = (ppid, cmdline)
+    return table
+
+
+def leftover_processes() -> set[tuple[int, str]]:
+    """This test process's descendants of the kinds a run starts (QEMU, link, namespace, iperf)."""
+    table = _process_table()
+    ours, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - ours
+        ours |= frontier
+    return {(pid, table[pid][1]) for pid in ours if any(mark in table[pid][1] for mark in _LEFTOVER_MARKS)}
 
 
 @pytest.fixture(scope="session")

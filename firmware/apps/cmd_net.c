@@ -1,0 +1,69 @@
+/*
+ * "ip" and "uptime" commands.
+ */
+#include <string.h>
+
+#include "lwip/ip4_addr.h"
+#include "lwip/netif.h"
+#include "lwip/sys.h"
+
+#include "nr_printf.h"
+#include "apps.h"
+#include "shell.h"
+
+static void print_ip(void)
+{
+  char ip[IP4ADDR_STRLEN_MAX], mask[IP4ADDR_STRLEN_MAX], gw[IP4ADDR_STRLEN_MAX];
+  const u8_t *mac = app_netif.hwaddr;
+
+  ip4addr_ntoa_r(netif_ip4_addr(&app_netif), ip, sizeof(ip));
+  ip4addr_ntoa_r(netif_ip4_netmask(&app_netif), mask, sizeof(mask));
+  ip4addr_ntoa_r(netif_ip4_gw(&app_netif), gw, sizeof(gw));
+  nr_printf("ip=%s netmask=%s gw=%s mac=%02x:%02x:%02x:%02x:%02x:%02x link=%s\n",
+            ip, mask, gw, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5],
+            netif_is_link_up(&app_netif) ? "up" : "down");
+}
+
+/* "a.b.c.d/len" into address and netmask. */
+static int parse_cidr(char *s, ip4_addr_t *addr, ip4_addr_t *mask)
+{
+  char *slash = strchr(s, '/');
+  uint32_t prefix;
+
+  if (slash == NULL) {
+    return 0;
+  }
+  *slash = '\0';
+  if (!shell_parse_ip4(s, addr) || !shell_parse_u32(slash + 1, &prefix) || prefix > 32u) {
+    return 0;
+  }
+  ip4_addr_set_u32(mask, prefix == 0u ? 0u : lwip_htonl(0xFFFFFFFFu << (32u - prefix)));
+  return 1;
+}
+
+
+void cmd_ip(int argc, char **argv)
+{
+  ip4_addr_t addr, mask, gw;
+
+  if (argc > 3) {
+    nr_printf("ERROR: usage: ip [<a.b.c.d>/<prefixlen> [<gw>]]\n");
+    return;
+  }
+  if (argc >= 2) {
+    ip4_addr_set_zero(&gw);
+    if (!parse_cidr(argv[1], &addr, &mask) || (argc == 3 && !shell_parse_ip4(argv[2], &gw))) {
+      nr_printf("ERROR: usage: ip [<a.b.c.d>/<prefixlen> [<gw>]]\n");
+      return;
+    }
+    netif_set_addr(&app_netif, &addr, &mask, &gw);
+  }
+  print_ip();
+}
+
+void cmd_uptime(int argc, char **argv)
+{
+  LWIP_UNUSED_ARG(argc);
+  LWIP_UNUSED_ARG(argv);
+  nr_printf("ms=%lu\n", (unsigned long)sys_now());
+}

@@ -1,0 +1,96 @@
+/*
+ * Console on the CMSDK APB UART (QEMU's first serial port).
+ *
+ * TX is polled and sends lines ending in a bare '\n': QEMU's -serial stdio
+ * keeps the host tty's output processing on, which turns it into "\r\n"
+ * (a "\r\n" from here would arrive as "\r\r\n").
+ *
+ * RX is interrupt driven into a ring buffer. QEMU's UART holds one character
+ * and stops taking input from the host while it is unread, so no character
+ * is lost as long as we never read DATA without storing it: when the ring is
+ * full the RX interrupt is switched off and the character stays in the UART
+ * until the main loop has made room.
+ */
+#include "nr_board.h"
+#include "board_defs.h"
+#include "cortexm.h"
+
+#define UART_DATA      REG32(CONSOLE_UART_BASE + 0x00u)
+#define UART_STATE     REG32(CONSOLE_UART_BASE + 0x04u)
+#define UART_CTRL      REG32(CONSOLE_UART_BASE + 0x08u)
+#define UART_INTSTATUS REG32(CONSOLE_UART_BASE + 0x0Cu)
+#define UART_BAUDDIV   REG32(CONSOLE_UART_BASE + 0x10u)
+
+#define STATE_TXFULL   (1u << 0)
+#define STATE_RXFULL   (1u << 1)
+#define CTRL_TX_EN     (1u << 0)
+#define CTRL_RX_EN     (1u << 1)
+#define CTRL_RX_INTEN  (1u << 3)
+#define INT_RX         (1u << 1)
+
+#define RX_RING_SIZE 256u /* power of two */
+
+static volatile uint8_t rx_ring[RX_RING_SIZE];
+static volatile uint32_t rx_head; /* written by the ISR */
+static volatile uint32_t rx_tail; /* written by the main loop */
+static volatile int rx_paused;
+
+void console_init(void)
+{
+  UART_BAUDDIV = CONSOLE_UART_PCLK_HZ / CONSOLE_BAUD;
+  UART_CTRL = CTRL_TX_EN | CTRL_RX_EN | CTRL_RX_INTEN;
+  board_irq_enable(CONSOLE_UART_IRQ);
+}
+
+void console_putc_polled(char c)
+{
+  while (UART_STATE & STATE_TXFULL) {
+  }
+  UART_DATA = (uint8_t)c;
+}
+
+void board_console_write(const char *buf, size_t len)
+{
+  for (size_t i = 0; i < len; i++) {
+    console_putc_polled(buf[i]);
+  }
+}
+
+void console_uart_handler(void)
+{
+  /* Acknowledge first: a character arriving after the last RXFULL check
+     below raises the interrupt again. */
+  UART_INTSTATUS = INT_RX;
+  while (UART_STATE & STATE_RXFULL) {
+    if (rx_head - rx_tail == RX_RING_SIZE) {
+      rx_paused = 1;
+      UART_CTRL &= ~CTRL_RX_INTEN;
+      return;
+    }
+    rx_ring[rx_head % RX_RING_SIZE] = (uint8_t)UART_DATA;
+    rx_head++;
+  }
+}
+
+int board_console_rx_pending(void)
+{
+  return rx_head != rx_tail;
+}
+
+int board_console_getc(void)
+{
+  int c;
+
+  if (rx_head == rx_tail) {
+    return -1;
+  }
+  c = rx_ring[rx_tail % RX_RING_SIZE];
+  rx_tail++;
+  if (rx_paused) {
+    /* Room again: re-arm and let the ISR collect what waited in the UART. */
+    rx_paused = 0;
+    UART_CTRL |= CTRL_RX_INTEN;
+    nvic_set_pending(CONSOLE_UART_IRQ);
+  }
+  return c;
+}

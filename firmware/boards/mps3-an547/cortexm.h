@@ -1,0 +1,48 @@
+/*
+ * Cortex-M system registers used by this board (Armv8-M Mainline, M55).
+ */
+#ifndef BOARD_CORTEXM_H
+#define BOARD_CORTEXM_H
+
+#include <stdint.h>
+
+#define REG32(addr) (*(volatile uint32_t *)(addr))
+
+#define SYST_CSR   REG32(0xE000E010u)
+#define SYST_RVR   REG32(0xE000E014u)
+#define SYST_CVR   REG32(0xE000E018u)
+#define SYST_CSR_ENABLE    (1u << 0)
+#define SYST_CSR_TICKINT   (1u << 1)
+#define SYST_CSR_CLKSOURCE (1u << 2) /* processor clock */
+
+#define NVIC_ISER(n) REG32(0xE000E100u + 4u * (n))
+#define NVIC_ISPR(n) REG32(0xE000E200u + 4u * (n))
+#define NVIC_ICPR(n) REG32(0xE000E280u + 4u * (n))
+
+#define SCB_VTOR   REG32(0xE000ED08u)
+#define SCB_CFSR   REG32(0xE000ED28u)
+#define SCB_HFSR   REG32(0xE000ED2Cu)
+#define SCB_MMFAR  REG32(0xE000ED34u)
+#define SCB_BFAR   REG32(0xE000ED38u)
+#define SCB_CPACR  REG32(0xE000ED88u)
+#define CPACR_CP10_CP11_FULL (0xFu << 20)
+
+/* Drops a pending state latched before the device was configured (QEMU's
+   LAN9118 drives its line high from reset until IRQ_CFG is set). */
+static inline void nvic_enable_irq(unsigned irq)
+{
+  NVIC_ICPR(irq / 32u) = 1u << (irq % 32u);
+  NVIC_ISER(irq / 32u) = 1u << (irq % 32u);
+}
+
+static inline void nvic_set_pending(unsigned irq)
+{
+  NVIC_ISPR(irq / 32u) = 1u << (irq % 32u);
+}
+
+static inline void barrier_dsb_isb(void)
+{
+  __asm volatile("dsb\n\tisb" ::: "memory");
+}
+
+#endif

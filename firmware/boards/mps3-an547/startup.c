@@ -1,0 +1,61 @@
+/*
+ * Vector table and reset handler for mps3-an547 (Cortex-M55, Secure state,
+ * SAU off). QEMU's -kernel loads the ELF at its physical (load) addresses, so
+ * .data arrives in CODE and is copied to DATA here.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "board_defs.h"
+#include "cortexm.h"
+
+extern uint32_t __stack_top[], __stack_limit[];
+extern uint32_t __data_load[], __data_start[], __data_end[];
+extern uint32_t __bss_start[], __bss_end[];
+
+int main(void);
+void reset_handler(void);
+void fault_entry(void);
+void systick_handler(void);
+void console_uart_handler(void);
+void nic_irq_handler(void); /* the NIC driver's (nr_nic.h, kept free of lwIP here) */
+
+typedef void (*vector_t)(void);
+
+#define NUM_VECTORS (16u + BOARD_NUM_IRQS)
+
+/* Every vector not named below is unexpected and goes to the fault dump.
+   The range initialiser is deliberately overridden by the named entries. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+__attribute__((section(".vectors"), used))
+const vector_t vector_table[NUM_VECTORS] = {
+  [0] = (vector_t)__stack_top,
+  [1] = reset_handler,
+  [2 ... NUM_VECTORS - 1] = fault_entry,
+  [15] = systick_handler,
+  [16 + CONSOLE_UART_IRQ] = console_uart_handler,
+  [16 + NIC_IRQ] = nic_irq_handler,
+};
+#pragma GCC diagnostic pop
+
+void reset_handler(void)
+{
+  /* FP and MVE must be on before any compiler-generated FP/MVE code runs
+     (the copy loops below may be vectorised). */
+  SCB_CPACR |= CPACR_CP10_CP11_FULL;
+  barrier_dsb_isb();
+
+  /* A stack overflow then faults (STKOF) instead of corrupting .bss. */
+  __asm volatile("msr msplim, %0" : : "r"(__stack_limit));
+
+  memcpy(__data_start, __data_load, (size_t)((char *)__data_end - (char *)__data_start));
+  memset(__bss_start, 0, (size_t)((char *)__bss_end - (char *)__bss_start));
+
+  SCB_VTOR = (uint32_t)vector_table;
+  barrier_dsb_isb();
+
+  main();
+  for (;;) {
+  }
+}

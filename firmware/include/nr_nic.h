@@ -1,0 +1,35 @@
+/*
+ * NIC driver interface: each nics/<name>/ folder implements it. The board's
+ * vector table routes NIC_IRQ (board_config.h) to nic_irq_handler().
+ */
+#ifndef NR_NIC_H
+#define NR_NIC_H
+
+#include <stdint.h>
+#include "lwip/netif.h"
+
+struct nic_stats {
+  uint32_t rx_frames;       /* frames handed to netif->input */
+  uint32_t rx_bytes;
+  uint32_t tx_frames;
+  uint32_t tx_bytes;
+  uint32_t rx_dropped_fifo; /* frames the device reported lost */
+  uint32_t rx_no_pbuf;      /* frames dropped because pbuf_alloc failed */
+  uint32_t tx_busy;         /* transmits that had to wait for FIFO space */
+  uint32_t irqs;
+};
+
+/* netif init function for netif_add(). */
+err_t nic_netif_init(struct netif *netif);
+
+/* Main-loop work: drain received frames into netif->input, track link. */
+void nic_poll(struct netif *netif);
+
+/* Nonzero when nic_poll() has work that an interrupt flagged. */
+int nic_work_pending(void);
+
+void nic_irq_handler(void);
+
+const struct nic_stats *nic_get_stats(void);
+
+#endif

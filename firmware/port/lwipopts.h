@@ -1,0 +1,45 @@
+/*
+ * The lwipopts.h lwIP includes (found first through -iquote). Three layers:
+ *   1. the profile given by PROFILE_H, then the harness's --set overrides (a netrepro profile or a user's own
+ *      lwipopts.h, which may include headers from USER_INC),
+ *   2. profiles/base.h: fills in only what the profile left unset,
+ *   3. a forced block for what this NO_SYS port cannot support.
+ * A profile option that layer 3 overrides with a different value is recorded
+ * as NETREPRO_FORCED_<name>, which the "opts" command lists as FORCED=.
+ */
+#ifndef NETREPRO_PORT_LWIPOPTS_H
+#define NETREPRO_PORT_LWIPOPTS_H
+
+#include NETREPRO_PROFILE_H
+
+/* `netrepro --set NAME=VALUE` overrides, generated into GEN_DIR; they beat the profile. */
+#if __has_include("netrepro_overrides.h")
+#include "netrepro_overrides.h"
+#endif
+
+#if defined(NO_SYS) && (NO_SYS + 0) != 1
+#define NETREPRO_FORCED_NO_SYS 1
+#endif
+#if defined(LWIP_SOCKET) && (LWIP_SOCKET + 0) != 0
+#define NETREPRO_FORCED_LWIP_SOCKET 1
+#endif
+#if defined(LWIP_NETCONN) && (LWIP_NETCONN + 0) != 0
+#define NETREPRO_FORCED_LWIP_NETCONN 1
+#endif
+#if defined(LWIP_NETIF_API) && (LWIP_NETIF_API + 0) != 0
+#define NETREPRO_FORCED_LWIP_NETIF_API 1
+#endif
+
+#include "../profiles/base.h"
+
+/* Bare-metal main loop: no OS, so none of the thread-based APIs. */
+#undef NO_SYS
+#define NO_SYS 1
+#undef LWIP_SOCKET
+#define LWIP_SOCKET 0
+#undef LWIP_NETCONN
+#define LWIP_NETCONN 0
+#undef LWIP_NETIF_API
+#define LWIP_NETIF_API 0
+
+#endif

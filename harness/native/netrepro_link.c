@@ -1,0 +1,1671 @@
+/*
+ * netrepro-link: the emulated network link between QEMU's NIC (a unix datagram
+ * socket) and the TCP peer (a tap device, or a second unix datagram socket for
+ * tests).  One process, one thread, no allocation on the idle path.
+ *
+ * Per direction ("to_device": peer -> device, "to_peer": device -> peer), every
+ * arriving frame goes through, in this order:
+ *
+ *   1. loss decision: a deterministic drop list (drop=data:3,frame:12,syn:1,...),
+ *      the Gilbert-Elliott model of netem's "loss gemodel p r 1-h 1-k" (ge=p,r,1-h,1-k)
+ *      and independent random loss (loss=0.01 or loss=1%).  Every configured model
+ *      draws its random numbers for every arriving frame, so the same frames in the
+ *      same order with the same --seed give the same drops.  Precedence of the
+ *      logged reason: droplist, gemodel, loss.
+ *   2. queue limit (drop-tail): limit_pkts frames and/or limit_bytes bytes (frame
+ *      length) waiting for the line.  The frame being serialised is "in service" and
+ *      not counted.  Unlike netem's limit, frames in the delay line are not counted:
+ *      the queue is the bottleneck buffer in front of the line.
+ *   3. rate: serialisation at rate_bps counting Ethernet overhead on the wire:
+ *      max(len, 60) + 24 bytes (preamble 8, inter-frame gap 12, FCS 4).  With
+ *      burst_bytes = 0 the line is strict: a frame leaves the rate stage when its last
+ *      bit has been serialised, frames one after another.  With burst_bytes = B > 0
+ *      the stage is a token bucket of B bytes filled at rate_bps (tbf-like): an idle
+ *      link passes B bytes at once, then frames follow at the rate.
+ *   4. delay: delay_us plus jitter: uniform in [-jitter, +jitter] (netem's default
+ *      when no distribution table is given) or, with jitter_dist=normal, normal with
+ *      sigma = jitter truncated at 4 sigma; the total never goes below zero.  Frames
+ *      keep their order (a frame never overtakes the previous one) unless reorder=1.
+ *
+ * Capture: classic pcap, nanosecond magic, linktype Ethernet, timestamps at the
+ * device side (device -> peer frames when they arrive from the device socket,
+ * peer -> device frames when they are handed to the device socket).  Timestamps are
+ * CLOCK_MONOTONIC offset to the wall clock once at start, so they never step.
+ * Dropped frames go to the drops log (JSON lines) instead.
+ *
+ * Timing: CLOCK_MONOTONIC, ppoll with nanosecond timeouts, timer slack 1 ns, and an
+ * adaptive, CPU-budgeted spin for the last microseconds before a deadline (the
+ * spin margin follows the measured wake-up lateness of ppoll; no spinning at all
+ * while nothing is scheduled).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <linux/if_tun.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int64_t ns_t; /* nanoseconds */
+
+#define NS_PER_S 1000000000LL
+#define MAX_FRAME 65536
+#define ETH_OVERHEAD 24 /* preamble 8 + IFG 12 + FCS 4 */
+#define ETH_MIN_NOFCS 60
+#define MAX_DROP_ENTRIES 64
+#define READ_BATCH 1024 /* datagrams per input per wake-up, at most */
+
+enum { TO_DEVICE = 0, TO_PEER = 1, NDIR = 2 };
+static const char *const dir_name[NDIR] = {"to_device", "to_peer"};
+
+enum { R_LOSS, R_GEMODEL, R_DROPLIST, R_QUEUE, R_UNREACHABLE, NREASON };
+static const char *const reason_name[NREASON] = {"loss", "gemodel", "droplist", "queue", "unreachable"};
+
+enum { K_FRAME, K_DATA, K_SYN, K_FIN, K_RST, K_ACK, K_UDP, NKIND };
+static const char *const kind_name[NKIND] = {"frame", "data", "syn", "fin", "rst", "ack", "udp"};
+
+/* ------------------------------------------------------------------ utils */
+
+static ns_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (ns_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("netrepro-link: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("netrepro-link: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see --help)\n", stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p)
+        die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n);
+    if (!p)
+        die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+/* ------------------------------------------------------------------ PRNG: xoshiro256**, seeded by splitmix64 */
+
+struct rng {
+    uint64_t s[4];
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(struct rng *r, uint64_t seed, unsigned dir, unsigned stream)
+{
+    uint64_t x = seed ^ (0xd1b54a32d192ed03ULL * (1 + dir * 16 + stream));
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(struct rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* uniform in [0, 1) */
+static double rng_unit(struct rng *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* ------------------------------------------------------------------ frame parsing */
+
+struct pinfo {
+    int ethertype;
+    int is_ipv4, proto, frag;
+    uint8_t src[4], dst[4];
+    int sport, dport;
+    uint32_t seq, ack;
+    uint8_t flags;
+    uint16_t win;
+    uint32_t payload;
+    int icmp_type;
+    int arp_op;
+};
+
+static void parse_frame(const uint8_t *b, uint32_t len, struct pinfo *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->ethertype = -1;
+    p->proto = -1;
+    if (len < 14)
+        return;
+    uint32_t off = 14;
+    int et = (b[12] << 8) | b[13];
+    if (et == 0x8100 && len >= 18) {
+        et = (b[16] << 8) | b[17];
+        off = 18;
+    }
+    p->ethertype = et;
+    if (et == 0x0806 && len >= off + 8) {
+        p->arp_op = (b[off + 6] << 8) | b[off + 7];
+        return;
+    }
+    if (et != 0x0800 || len < off + 20)
+        return;
+    const uint8_t *ip = b + off;
+    if ((ip[0] >> 4) != 4)
+        return;
+    uint32_t ihl = (uint32_t)(ip[0] & 0x0f) * 4;
+    uint32_t tot = ((uint32_t)ip[2] << 8) | ip[3];
+    if (ihl < 20 || tot < ihl || len < off + ihl)
+        return;
+    if (tot > len - off)
+        tot = len - off; /* truncated: trust what is there */
+    p->is_ipv4 = 1;
+    p->proto = ip[9];
+    p->frag = (((ip[6] & 0x1f) << 8) | ip[7]) != 0;
+    memcpy(p->src, ip + 12, 4);
+    memcpy(p->dst, ip + 16, 4);
+    if (p->frag)
+        return;
+    const uint8_t *l4 = ip + ihl;
+    uint32_t l4len = tot - ihl;
+    if (p->proto == 6 && l4len >= 20) {
+        uint32_t doff = (uint32_t)(l4[12] >> 4) * 4;
+        p->sport = (l4[0] << 8) | l4[1];
+        p->dport = (l4[2] << 8) | l4[3];
+        p->seq = ((uint32_t)l4[4] << 24) | ((uint32_t)l4[5] << 16) | ((uint32_t)l4[6] << 8) | l4[7];
+        p->ack = ((uint32_t)l4[8] << 24) | ((uint32_t)l4[9] << 16) | ((uint32_t)l4[10] << 8) | l4[11];
+        p->flags = l4[13];
+        p->win = (uint16_t)((l4[14] << 8) | l4[15]);
+        p->payload = (doff >= 20 && doff <= l4len) ? l4len - doff : 0;
+    } else if (p->proto == 17 && l4len >= 8) {
+        p->sport = (l4[0] << 8) | l4[1];
+        p->dport = (l4[2] << 8) | l4[3];
+        p->payload = l4len - 8;
+    } else if (p->proto == 1 && l4len >= 1) {
+        p->icmp_type = l4[0];
+    }
+}
+
+static void summarize(const struct pinfo *p, uint32_t len, char *out, size_t cap)
+{
+    if (p->is_ipv4 && p->proto == 6 && !p->frag) {
+        char fl[40] = "";
+        static const char *const names[] = {"FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR"};
+        for (int i = 0; i < 8; i++)
+            if (p->flags & (1 << i)) {
+                if (fl[0])
+                    strcat(fl, ",");
+                strcat(fl, names[i]);
+            }
+        snprintf(out, cap, "TCP %u.%u.%u.%u:%d > %u.%u.%u.%u:%d [%s] seq=%" PRIu32 " ack=%" PRIu32 " win=%u len=%" PRIu32,
+                 p->src[0], p->src[1], p->src[2], p->src[3], p->sport, p->dst[0], p->dst[1], p->dst[2], p->dst[3],
+                 p->dport, fl, p->seq, p->ack, p->win, p->payload);
+    } else if (p->is_ipv4 && p->proto == 17 && !p->frag) {
+        snprintf(out, cap, "UDP %u.%u.%u.%u:%d > %u.%u.%u.%u:%d len=%" PRIu32, p->src[0], p->src[1], p->src[2],
+                 p->src[3], p->sport, p->dst[0], p->dst[1], p->dst[2], p->dst[3], p->dport, p->payload);
+    } else if (p->is_ipv4 && p->proto == 1) {
+        snprintf(out, cap, "ICMP %u.%u.%u.%u > %u.%u.%u.%u type=%d", p->src[0], p->src[1], p->src[2], p->src[3],
+                 p->dst[0], p->dst[1], p->dst[2], p->dst[3], p->icmp_type);
+    } else if (p->is_ipv4) {
+        snprintf(out, cap, "IPv4 %u.%u.%u.%u > %u.%u.%u.%u proto=%d", p->src[0], p->src[1], p->src[2], p->src[3],
+                 p->dst[0], p->dst[1], p->dst[2], p->dst[3], p->proto);
+    } else if (p->ethertype == 0x0806) {
+        snprintf(out, cap, "ARP %s", p->arp_op == 1 ? "request" : p->arp_op == 2 ? "reply" : "other");
+    } else if (p->ethertype == 0x86dd) {
+        snprintf(out, cap, "IPv6 len=%" PRIu32, len);
+    } else if (p->ethertype >= 0) {
+        snprintf(out, cap, "ethertype 0x%04x len=%" PRIu32, (unsigned)p->ethertype, len);
+    } else {
+        snprintf(out, cap, "runt len=%" PRIu32, len);
+    }
+}
+
+/* ------------------------------------------------------------------ configuration */
+
+struct drop_entry {
+    int kind;
+    uint64_t lo, hi;
+};
+
+struct dir_conf {
+    double delay_ns, jitter_ns;
+    int jitter_normal;
+    uint64_t rate_bps, burst_bytes, limit_pkts, limit_bytes;
+    double loss;
+    int ge_on;
+    double ge_p, ge_r, ge_bad_loss, ge_good_loss;
+    struct drop_entry drops[MAX_DROP_ENTRIES];
+    int ndrops;
+    int reorder;
+};
+
+static void conf_defaults(struct dir_conf *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->limit_pkts = 1000;
+}
+
+/* a number that must use the whole string */
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!*s || *s == '-')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || *end || errno)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* a probability: "0.01" (fraction) or "1%" */
+static int parse_prob(const char *s, double *out)
+{
+    char buf[64];
+    size_t n = strlen(s);
+    if (n == 0 || n >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, n + 1);
+    double scale = 1.0;
+    if (buf[n - 1] == '%') {
+        buf[n - 1] = 0;
+        scale = 0.01;
+    }
+    double v;
+    if (parse_double(buf, &v))
+        return -1;
+    v *= scale;
+    if (v < 0 || v > 1)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_drop_entry(const char *s, struct drop_entry *e)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon)
+        return -1;
+    size_t klen = (size_t)(colon - s);
+    e->kind = -1;
+    for (int k = 0; k < NKIND; k++)
+        if (strlen(kind_name[k]) == klen && !strncmp(s, kind_name[k], klen))
+            e->kind = k;
+    if (e->kind < 0)
+        return -1;
+    char num[64];
+    snprintf(num, sizeof(num), "%s", colon + 1);
+    char *dash = strchr(num, '-');
+    if (dash) {
+        *dash = 0;
+        if (parse_u64(num, &e->lo) || parse_u64(dash + 1, &e->hi))
+            return -1;
+    } else {
+        if (parse_u64(num, &e->lo))
+            return -1;
+        e->hi = e->lo;
+    }
+    if (e->lo == 0 || e->hi < e->lo)
+        return -1;
+    return 0;
+}
+
+/*
+ * "key=value,key=value,..."; a comma-separated piece without '=' continues the
+ * previous value, so lists read naturally: "ge=1%,30%,100%,0%,drop=data:3,syn:1".
+ * Inside a list, '+' also separates items ("drop=data:3+data:5").
+ */
+static void parse_dir_spec(const char *opt, const char *spec, struct dir_conf *c)
+{
+    conf_defaults(c);
+    char *copy = strdup(spec);
+    char *keys[64], *vals[64];
+    int n = 0;
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        if (eq) {
+            if (n == 64)
+                usage_error("%s: too many keys", opt);
+            *eq = 0;
+            keys[n] = tok;
+            vals[n] = strdup(eq + 1);
+            n++;
+        } else if (n > 0) {
+            size_t a = strlen(vals[n - 1]), b = strlen(tok);
+            vals[n - 1] = xrealloc(vals[n - 1], a + b + 2);
+            vals[n - 1][a] = '+';
+            memcpy(vals[n - 1] + a + 1, tok, b + 1);
+        } else {
+            usage_error("%s: expected key=value, got '%s'", opt, tok);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const char *k = keys[i], *v = vals[i];
+        double d;
+        uint64_t u;
+        if (!strcmp(k, "delay_us") || !strcmp(k, "jitter_us")) {
+            if (parse_double(v, &d) || d < 0 || d > 3600e6)
+                usage_error("%s: bad %s '%s' (microseconds, >= 0)", opt, k, v);
+            if (k[0] == 'd')
+                c->delay_ns = d * 1000.0;
+            else
+                c->jitter_ns = d * 1000.0;
+        } else if (!strcmp(k, "jitter_dist")) {
+            if (!strcmp(v, "uniform"))
+                c->jitter_normal = 0;
+            else if (!strcmp(v, "normal"))
+                c->jitter_normal = 1;
+            else
+                usage_error("%s: bad jitter_dist '%s' (uniform or normal)", opt, v);
+        } else if (!strcmp(k, "rate_bps") || !strcmp(k, "burst_bytes") || !strcmp(k, "limit_pkts") ||
+                   !strcmp(k, "limit_bytes")) {
+            if (parse_u64(v, &u))
+                usage_error("%s: bad %s '%s' (a whole number >= 0)", opt, k, v);
+            if (!strcmp(k, "rate_bps"))
+                c->rate_bps = u;
+            else if (!strcmp(k, "burst_bytes"))
+                c->burst_bytes = u;
+            else if (!strcmp(k, "limit_pkts"))
+                c->limit_pkts = u;
+            else
+                c->limit_bytes = u;
+        } else if (!strcmp(k, "loss")) {
+            if (parse_prob(v, &c->loss))
+                usage_error("%s: bad loss '%s' (a fraction 0..1 or a percentage like 1%%)", opt, v);
+        } else if (!strcmp(k, "ge")) {
+            c->ge_on = 0;
+            if (!*v)
+                continue;
+            double g[4] = {0, 0, 1.0, 0.0};
+            char *vv = strdup(v), *save = NULL;
+            int m = 0;
+            for (char *t = strtok_r(vv, "+/", &save); t; t = strtok_r(NULL, "+/", &save)) {
+                if (m == 4 || parse_prob(t, &g[m]))
+                    usage_error("%s: bad ge '%s' (p,r,1-h,1-k as fractions or percentages)", opt, v);
+                m++;
+            }
+            free(vv);
+            if (m == 0)
+                continue;
+            if (m == 1)
+                g[1] = 1.0 - g[0]; /* iproute2's default for r */
+            c->ge_on = 1;
+            c->ge_p = g[0];
+            c->ge_r = g[1];
+            c->ge_bad_loss = g[2];
+            c->ge_good_loss = g[3];
+        } else if (!strcmp(k, "drop")) {
+            c->ndrops = 0;
+            char *vv = strdup(v), *save = NULL;
+            for (char *t = strtok_r(vv, "+; ", &save); t; t = strtok_r(NULL, "+; ", &save)) {
+                if (c->ndrops == MAX_DROP_ENTRIES)
+                    usage_error("%s: more than %d drop entries", opt, MAX_DROP_ENTRIES);
+                if (parse_drop_entry(t, &c->drops[c->ndrops]))
+                    usage_error("%s: bad drop entry '%s' (KIND:N or KIND:N-M, KIND one of frame, data, syn, "
+                                "fin, rst, ack, udp; N from 1)",
+                                opt, t);
+                c->ndrops++;
+            }
+            free(vv);
+        } else if (!strcmp(k, "reorder")) {
+            if (!strcmp(v, "0"))
+                c->reorder = 0;
+            else if (!strcmp(v, "1"))
+                c->reorder = 1;
+            else
+                usage_error("%s: bad reorder '%s' (0 or 1)", opt, v);
+        } else {
+            usage_error("%s: unknown key '%s'", opt, k);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(vals[i]);
+    free(copy);
+}
+
+/* ------------------------------------------------------------------ capture and drops log */
+
+static ns_t g_t0;        /* CLOCK_MONOTONIC at start */
+static ns_t g_wall0;     /* CLOCK_REALTIME at start */
+static uint32_t g_snaplen = 262144;
+static int g_files_dirty;
+
+static ns_t wall_of(ns_t mono) { return g_wall0 + (mono - g_t0); }
+
+/*
+ * Output files written by a thread of their own (at normal priority), so that disk I/O
+ * never holds up the timing loop: the loop copies records into 1 MiB chunks and hands
+ * full ones over.  Nothing is ever dropped: if the disk falls 256 MiB behind, the loop
+ * waits (and counts it).  In a VM, even asynchronous disk writes can stall the vCPUs for
+ * milliseconds, so --hold-capture-mib N keeps up to N MiB per file in memory and writes
+ * them when the link stops (beyond N it writes as it goes).
+ */
+#define CHUNK_BYTES (1u << 20)
+static size_t g_max_chunks = 256;
+static size_t g_hold_chunks; /* --hold-capture-mib: chunks kept in memory until exit */
+
+struct chunk {
+    struct chunk *next;
+    size_t len;
+    uint8_t data[CHUNK_BYTES];
+};
+
+struct afile {
+    const char *path;
+    int fd;
+    struct chunk *cur;                    /* being filled by the loop */
+    struct chunk *q_head, *q_tail, *free; /* full chunks for the writer; recycled ones */
+    size_t nchunks, queued;
+    int closing, error;
+    uint64_t stalls;
+    pthread_mutex_t m;
+    pthread_cond_t to_writer, to_loop;
+    pthread_t thread;
+};
+
+static struct afile *g_pcap, *g_drops;
+
+static void *afile_writer(void *arg)
+{
+    struct afile *f = arg;
+    pthread_mutex_lock(&f->m);
+    for (;;) {
+        /* with a hold, the disk stays untouched until the backlog passes it or we close */
+        while (!f->closing && (!f->q_head || f->queued <= g_hold_chunks))
+            pthread_cond_wait(&f->to_writer, &f->m);
+        struct chunk *c = f->q_head;
+        if (!c)
+            break; /* closing and nothing left */
+        f->q_head = c->next;
+        if (!f->q_head)
+            f->q_tail = NULL;
+        f->queued--;
+        pthread_mutex_unlock(&f->m);
+        size_t off = 0;
+        while (off < c->len) {
+            ssize_t r = write(f->fd, c->data + off, c->len - off);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                if (!f->error)
+                    fprintf(stderr, "netrepro-link: writing %s: %s\n", f->path, strerror(errno));
+                f->error = 1;
+                break;
+            }
+            off += (size_t)r;
+        }
+        pthread_mutex_lock(&f->m);
+        c->next = f->free;
+        f->free = c;
+        pthread_cond_signal(&f->to_loop);
+    }
+    pthread_mutex_unlock(&f->m);
+    return NULL;
+}
+
+static struct afile *afile_open(const char *path, const char *what)
+{
+    struct afile *f = calloc(1, sizeof(*f));
+    if (!f)
+        die("out of memory");
+    f->path = path;
+    f->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd < 0)
+        die("cannot open %s %s: %s", what, path, strerror(errno));
+    pthread_mutex_init(&f->m, NULL);
+    pthread_cond_init(&f->to_writer, NULL);
+    pthread_cond_init(&f->to_loop, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+    struct sched_param sp = {.sched_priority = 0};
+    pthread_attr_setschedparam(&attr, &sp);
+    int err = pthread_create(&f->thread, &attr, afile_writer, f);
+    pthread_attr_destroy(&attr);
+    if (err)
+        die("cannot start the writer of %s: %s", path, strerror(err));
+    return f;
+}
+
+/* hand the chunk being filled to the writer (call with nothing locked) */
+static void afile_flush(struct afile *f)
+{
+    if (!f || !f->cur || !f->cur->len)
+        return;
+    pthread_mutex_lock(&f->m);
+    f->cur->next = NULL;
+    if (f->q_tail)
+        f->q_tail->next = f->cur;
+    else
+        f->q_head = f->cur;
+    f->q_tail = f->cur;
+    f->cur = NULL;
+    f->queued++;
+    pthread_cond_signal(&f->to_writer);
+    pthread_mutex_unlock(&f->m);
+}
+
+static void afile_write(struct afile *f, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len) {
+        if (!f->cur) {
+            pthread_mutex_lock(&f->m);
+            if (!f->free && f->nchunks >= g_max_chunks) {
+                f->stalls++;
+                while (!f->free)
+                    pthread_cond_wait(&f->to_loop, &f->m);
+            }
+            if (f->free) {
+                f->cur = f->free;
+                f->free = f->cur->next;
+            } else {
+                f->cur = xmalloc(sizeof(struct chunk));
+                f->nchunks++;
+            }
+            pthread_mutex_unlock(&f->m);
+            f->cur->len = 0;
+        }
+        size_t room = CHUNK_BYTES - f->cur->len, n = len < room ? len : room;
+        memcpy(f->cur->data + f->cur->len, p, n);
+        f->cur->len += n;
+        p += n;
+        len -= n;
+        if (f->cur->len == CHUNK_BYTES)
+            afile_flush(f);
+    }
+    g_files_dirty = 1;
+}
+
+static void afile_close(struct afile *f)
+{
+    if (!f)
+        return;
+    afile_flush(f);
+    pthread_mutex_lock(&f->m);
+    f->closing = 1;
+    pthread_cond_signal(&f->to_writer);
+    pthread_mutex_unlock(&f->m);
+    pthread_join(f->thread, NULL);
+    if (close(f->fd) != 0 && !f->error)
+        fprintf(stderr, "netrepro-link: closing %s: %s\n", f->path, strerror(errno));
+}
+
+static void pcap_open(const char *path)
+{
+    g_pcap = afile_open(path, "capture");
+    /* magic, version 2.4 (two uint16), thiszone, sigfigs, snaplen, LINKTYPE_ETHERNET; native byte order */
+    uint32_t hdr[6] = {0xa1b23c4d, 0, 0, 0, g_snaplen, 1};
+    uint16_t ver[2] = {2, 4};
+    memcpy(&hdr[1], ver, 4);
+    afile_write(g_pcap, hdr, sizeof(hdr));
+}
+
+static void pcap_write(ns_t mono, const uint8_t *data, uint32_t len)
+{
+    static ns_t last;
+    if (!g_pcap)
+        return;
+    /* an arrival stamped by the kernel a moment before a frame we were just handing to the
+       device can reach us after it: keep the file in time order (a sub-microsecond nudge) */
+    if (mono < last)
+        mono = last;
+    last = mono;
+    ns_t w = wall_of(mono);
+    uint32_t incl = len < g_snaplen ? len : g_snaplen;
+    uint32_t rec[4] = {(uint32_t)(w / NS_PER_S), (uint32_t)(w % NS_PER_S), incl, len};
+    afile_write(g_pcap, rec, sizeof(rec));
+    afile_write(g_pcap, data, incl);
+}
+
+static void drops_write(ns_t mono, int dir, int reason, uint64_t n, const uint8_t *data, uint32_t len)
+{
+    if (!g_drops)
+        return;
+    struct pinfo p;
+    char summary[256], line[512];
+    parse_frame(data, len, &p);
+    summarize(&p, len, summary, sizeof(summary));
+    ns_t w = wall_of(mono);
+    int k = snprintf(line, sizeof(line),
+                     "{\"t\": %" PRId64 ".%09" PRId64 ", \"dir\": \"%s\", \"reason\": \"%s\", \"frame\": %" PRIu64
+                     ", \"len\": %" PRIu32 ", \"summary\": \"%s\"}\n",
+                     (int64_t)(w / NS_PER_S), (int64_t)(w % NS_PER_S), dir_name[dir], reason_name[reason], n, len,
+                     summary);
+    afile_write(g_drops, line, (size_t)k < sizeof(line) ? (size_t)k : sizeof(line) - 1);
+}
+
+/* hand what is buffered to the writers (they write it soon, asynchronously); with a hold,
+   partial chunks stay until they are full or the link stops */
+static void files_flush(void)
+{
+    if (!g_hold_chunks) {
+        afile_flush(g_pcap);
+        afile_flush(g_drops);
+    }
+    g_files_dirty = 0;
+}
+
+/* ------------------------------------------------------------------ endpoints */
+
+struct endpoint {
+    const char *what; /* "device socket", "peer socket", "tap" */
+    int fd;
+    int is_tap;
+    const char *bound_path;
+    struct sockaddr_un remote;
+    socklen_t remote_len;
+    int connected;
+    ns_t next_connect;
+    int blocked;       /* the last send would block */
+    ns_t retry_at;     /* when blocked and not pollable */
+};
+
+static socklen_t fill_sun(struct sockaddr_un *sa, const char *path, const char *opt)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa->sun_path))
+        usage_error("%s: path longer than %zu bytes: %s", opt, sizeof(sa->sun_path) - 1, path);
+    strcpy(sa->sun_path, path);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1);
+}
+
+static void set_bufs(int fd)
+{
+    int sz = 4 << 20, on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    /* the kernel's receive time: the frame's arrival, whatever our own wake-up latency */
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
+}
+
+/* read one datagram; *arrival is its kernel receive time on our clock (ns since g_t0)
+   when the kernel gave one that makes sense, else now */
+static ssize_t recv_stamped(int fd, uint8_t *buf, size_t cap, ns_t *arrival)
+{
+    char cbuf[CMSG_SPACE(sizeof(struct timespec)) + 64];
+    struct iovec iov = {buf, cap};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    ssize_t r = recvmsg(fd, &mh, MSG_DONTWAIT);
+    if (r < 0)
+        return r;
+    struct timespec rt_now;
+    clock_gettime(CLOCK_REALTIME, &rt_now);
+    ns_t now = mono_ns() - g_t0;
+    *arrival = now;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS)
+            continue;
+        struct timespec ts;
+        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        ns_t age = ((ns_t)rt_now.tv_sec - ts.tv_sec) * NS_PER_S + (rt_now.tv_nsec - ts.tv_nsec);
+        if (age >= 0 && age < 50000000) /* a wall-clock step would make it nonsense: then use now */
+            *arrival = now - age;
+    }
+    return r;
+}
+
+static void endpoint_unix(struct endpoint *e, const char *what, const char *local, const char *remote,
+                          const char *opt_local, const char *opt_remote)
+{
+    struct sockaddr_un sa;
+    socklen_t sl = fill_sun(&sa, local, opt_local);
+    e->what = what;
+    e->remote_len = fill_sun(&e->remote, remote, opt_remote);
+    e->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (e->fd < 0)
+        die("socket: %s", strerror(errno));
+    struct stat st;
+    if (lstat(local, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(local); /* a stale socket from an earlier run */
+    if (bind(e->fd, (struct sockaddr *)&sa, sl) < 0)
+        die("cannot bind %s %s: %s", what, local, strerror(errno));
+    e->bound_path = local;
+    set_bufs(e->fd);
+}
+
+/* connect to the remote so that sends see its queue (EAGAIN + POLLOUT) and it may
+ * send to us without hitting max_dgram_qlen; fails quietly while it is not there */
+static void endpoint_try_connect(struct endpoint *e, ns_t now)
+{
+    if (e->is_tap || e->connected || now < e->next_connect)
+        return;
+    if (connect(e->fd, (struct sockaddr *)&e->remote, e->remote_len) == 0) {
+        e->connected = 1;
+    } else {
+        e->next_connect = now + 1000000; /* retry at most every millisecond */
+    }
+}
+
+/* 0 sent, 1 would block, -1 unreachable */
+static int endpoint_send(struct endpoint *e, const uint8_t *data, uint32_t len, ns_t now)
+{
+    ssize_t r;
+    if (e->is_tap) {
+        r = write(e->fd, data, len);
+    } else {
+        endpoint_try_connect(e, now);
+        if (e->connected)
+            r = send(e->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        else
+            r = sendto(e->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&e->remote,
+                       e->remote_len);
+    }
+    if (r >= 0)
+        return 0;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR)
+        return 1;
+    if (!e->is_tap && (errno == ECONNREFUSED || errno == ENOTCONN || errno == EPIPE || errno == ECONNRESET ||
+                       errno == EDESTADDRREQ)) {
+        e->connected = 0; /* the peer went away: reconnect to whoever binds the path next */
+        e->next_connect = 0;
+    }
+    return -1; /* ENOENT, ECONNREFUSED, EIO (tap down), EMSGSIZE, ...: the frame cannot be delivered */
+}
+
+/* ------------------------------------------------------------------ the per-direction pipeline */
+
+struct frame {
+    ns_t due;
+    uint64_t order; /* tie-break: arrival order */
+    uint64_t n;     /* frame number in this direction (1-based) */
+    uint32_t len;
+    uint8_t data[];
+};
+
+struct qent {
+    ns_t start;
+    uint32_t len;
+};
+
+struct dir {
+    int id;
+    struct dir_conf c;
+    struct rng rng_loss, rng_ge, rng_jitter;
+    int ge_bad;
+    uint64_t kind_count[NKIND];
+    /* rate stage */
+    double tat; /* when the line would be free under strict serialisation (ns, relative to g_t0) */
+    double ns_per_byte;
+    double burst_ns;
+    /* queue accounting: frames admitted, not yet in service (start > now) */
+    struct qent *q;
+    size_t q_cap, q_head, q_n;
+    uint64_t q_bytes;
+    /* delay line: min-heap on (due, order) */
+    struct frame **heap;
+    size_t heap_n, heap_cap;
+    ns_t last_due, last_arrival;
+    double min_delay_ns; /* the least delay a frame can get: delay - the jitter's reach */
+    uint64_t order;
+    struct endpoint *out;
+    /* counters */
+    uint64_t frames_in, bytes_in, frames_out, bytes_out, dropped[NREASON];
+    uint64_t hwm_pkts, hwm_bytes;
+    uint64_t late_n, late_over_100us;
+    double late_sum_ns;
+    ns_t late_max_ns;
+};
+
+static uint64_t g_max_inflight = 100000;
+static int g_defer = 1; /* --no-defer: wake for every arrival */
+
+static int heap_less(const struct frame *a, const struct frame *b)
+{
+    return a->due < b->due || (a->due == b->due && a->order < b->order);
+}
+
+static void heap_push(struct dir *d, struct frame *f)
+{
+    if (d->heap_n == d->heap_cap) {
+        d->heap_cap = d->heap_cap ? d->heap_cap * 2 : 1024;
+        d->heap = xrealloc(d->heap, d->heap_cap * sizeof(*d->heap));
+    }
+    size_t i = d->heap_n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!heap_less(f, d->heap[parent]))
+            break;
+        d->heap[i] = d->heap[parent];
+        i = parent;
+    }
+    d->heap[i] = f;
+}
+
+static struct frame *heap_pop(struct dir *d)
+{
+    struct frame *top = d->heap[0];
+    struct frame *last = d->heap[--d->heap_n];
+    size_t i = 0, n = d->heap_n;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const struct frame *best = last;
+        if (l < n && heap_less(d->heap[l], best)) {
+            m = l;
+            best = d->heap[l];
+        }
+        if (r < n && heap_less(d->heap[r], best))
+            m = r;
+        if (m == i)
+            break;
+        d->heap[i] = d->heap[m];
+        i = m;
+    }
+    if (n > 0)
+        d->heap[i] = last;
+    return top;
+}
+
+static void q_push(struct dir *d, ns_t start, uint32_t len)
+{
+    if (d->q_n == d->q_cap) {
+        size_t ncap = d->q_cap ? d->q_cap * 2 : 1024;
+        struct qent *nq = xmalloc(ncap * sizeof(*nq));
+        for (size_t i = 0; i < d->q_n; i++)
+            nq[i] = d->q[(d->q_head + i) % d->q_cap];
+        free(d->q);
+        d->q = nq;
+        d->q_cap = ncap;
+        d->q_head = 0;
+    }
+    d->q[(d->q_head + d->q_n) % d->q_cap] = (struct qent){start, len};
+    d->q_n++;
+    d->q_bytes += len;
+}
+
+static void q_advance(struct dir *d, ns_t now)
+{
+    while (d->q_n && d->q[d->q_head].start <= now) {
+        d->q_bytes -= d->q[d->q_head].len;
+        d->q_head = (d->q_head + 1) % d->q_cap;
+        d->q_n--;
+    }
+}
+
+static void dir_init(struct dir *d, int id, const struct dir_conf *c, uint64_t seed, struct endpoint *out)
+{
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    d->c = *c;
+    d->out = out;
+    rng_seed(&d->rng_loss, seed, (unsigned)id, 0);
+    rng_seed(&d->rng_ge, seed, (unsigned)id, 1);
+    rng_seed(&d->rng_jitter, seed, (unsigned)id, 2);
+    if (c->rate_bps) {
+        d->ns_per_byte = 8e9 / (double)c->rate_bps;
+        d->burst_ns = (double)c->burst_bytes * d->ns_per_byte;
+    }
+    d->tat = -1e18;
+    d->min_delay_ns = c->delay_ns - (c->jitter_normal ? 4.0 : 1.0) * c->jitter_ns;
+}
+
+static double jitter_draw(struct dir *d)
+{
+    double j = d->c.jitter_ns;
+    if (j <= 0)
+        return 0;
+    if (!d->c.jitter_normal)
+        return (2.0 * rng_unit(&d->rng_jitter) - 1.0) * j;
+    /* Box-Muller; truncated at 4 sigma */
+    double u1 = rng_unit(&d->rng_jitter), u2 = rng_unit(&d->rng_jitter);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    double z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+    if (z > 4)
+        z = 4;
+    if (z < -4)
+        z = -4;
+    return z * j;
+}
+
+static void count_drop(struct dir *d, ns_t now, int reason, uint64_t n, const uint8_t *data, uint32_t len)
+{
+    d->dropped[reason]++;
+    drops_write(now, d->id, reason, n, data, len);
+}
+
+/* a frame arrives at time now (ns since g_t0) */
+static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t now)
+{
+    if (now < d->last_arrival)
+        now = d->last_arrival; /* arrival times from the kernel: never let them go backwards */
+    d->last_arrival = now;
+    d->frames_in++;
+    d->bytes_in += len;
+    uint64_t n = d->frames_in;
+
+    /* classify for the drop list */
+    struct pinfo p;
+    int is_kind[NKIND] = {0};
+    is_kind[K_FRAME] = 1;
+    if (d->c.ndrops) {
+        parse_frame(data, len, &p);
+        if (p.is_ipv4 && !p.frag && p.proto == 6) {
+            is_kind[K_DATA] = p.payload > 0;
+            is_kind[K_SYN] = (p.flags & 0x02) != 0;
+            is_kind[K_FIN] = (p.flags & 0x01) != 0;
+            is_kind[K_RST] = (p.flags & 0x04) != 0;
+            is_kind[K_ACK] = p.payload == 0 && (p.flags & 0x07) == 0 && (p.flags & 0x10);
+        }
+        is_kind[K_UDP] = p.is_ipv4 && !p.frag && p.proto == 17;
+    }
+    for (int k = 0; k < NKIND; k++)
+        d->kind_count[k] += (uint64_t)is_kind[k];
+    int drop_listed = 0;
+    for (int i = 0; i < d->c.ndrops; i++) {
+        const struct drop_entry *e = &d->c.drops[i];
+        uint64_t cnt = d->kind_count[e->kind];
+        if (is_kind[e->kind] && cnt >= e->lo && cnt <= e->hi)
+            drop_listed = 1;
+    }
+
+    /* the random models draw for every arrival, whatever else happens to the frame */
+    int lost_ge = 0, lost_random = 0;
+    if (d->c.ge_on) {
+        double u_trans = rng_unit(&d->rng_ge), u_loss = rng_unit(&d->rng_ge);
+        if (!d->ge_bad) {
+            lost_ge = u_loss < d->c.ge_good_loss;
+            if (u_trans < d->c.ge_p)
+                d->ge_bad = 1;
+        } else {
+            lost_ge = u_loss < d->c.ge_bad_loss;
+            if (u_trans < d->c.ge_r)
+                d->ge_bad = 0;
+        }
+    }
+    if (d->c.loss > 0)
+        lost_random = rng_unit(&d->rng_loss) < d->c.loss;
+
+    int reason = drop_listed ? R_DROPLIST : lost_ge ? R_GEMODEL : lost_random ? R_LOSS : -1;
+    if (reason >= 0) {
+        count_drop(d, now, reason, n, data, len);
+        return;
+    }
+
+    /* queue limit */
+    q_advance(d, now);
+    if ((d->c.limit_pkts && d->q_n >= d->c.limit_pkts) || (d->c.limit_bytes && d->q_bytes + len > d->c.limit_bytes) ||
+        d->heap_n >= g_max_inflight) {
+        count_drop(d, now, R_QUEUE, n, data, len);
+        return;
+    }
+
+    /* rate */
+    double dep = (double)now;
+    if (d->c.rate_bps) {
+        uint32_t wire = (len < ETH_MIN_NOFCS ? ETH_MIN_NOFCS : len) + ETH_OVERHEAD;
+        double ser = wire * d->ns_per_byte;
+        double start = d->tat > (double)now ? d->tat : (double)now;
+        d->tat = start + ser;
+        double t = d->tat - d->burst_ns;
+        if (t > dep)
+            dep = t;
+        double service_start = dep - ser;
+        if (service_start > (double)now) {
+            q_push(d, (ns_t)ceil(service_start), len);
+            if (d->q_n > d->hwm_pkts)
+                d->hwm_pkts = d->q_n;
+            if (d->q_bytes > d->hwm_bytes)
+                d->hwm_bytes = d->q_bytes;
+        }
+    }
+
+    /* delay */
+    double extra = d->c.delay_ns + jitter_draw(d);
+    if (extra < 0)
+        extra = 0;
+    ns_t due = (ns_t)llround(dep + extra);
+    if (!d->c.reorder && due < d->last_due)
+        due = d->last_due;
+    d->last_due = due;
+
+    struct frame *f = xmalloc(sizeof(*f) + len);
+    f->due = due;
+    f->order = d->order++;
+    f->n = n;
+    f->len = len;
+    memcpy(f->data, data, len);
+    heap_push(d, f);
+
+    if (d->id == TO_PEER)
+        pcap_write(now + g_t0, data, len); /* device side: stamped on arrival from the device */
+}
+
+/* send what is due, until the output would block */
+static void dir_deliver(struct dir *d, ns_t now)
+{
+    while (d->heap_n && d->heap[0]->due <= now) {
+        if (d->out->blocked) {
+            if (d->out->connected || now < d->out->retry_at)
+                return;
+            d->out->blocked = 0;
+        }
+        struct frame *f = d->heap[0];
+        ns_t t = mono_ns() - g_t0;
+        int r = endpoint_send(d->out, f->data, f->len, t);
+        if (r == 1) {
+            d->out->blocked = 1;
+            d->out->retry_at = t + 50000;
+            return;
+        }
+        heap_pop(d);
+        if (r == 0) {
+            d->frames_out++;
+            d->bytes_out += f->len;
+            ns_t late = t - f->due;
+            if (late < 0)
+                late = 0;
+            d->late_n++;
+            d->late_sum_ns += (double)late;
+            if (late > d->late_max_ns)
+                d->late_max_ns = late;
+            if (late > 100000)
+                d->late_over_100us++;
+            if (d->id == TO_DEVICE)
+                pcap_write(t + g_t0, f->data, f->len); /* device side: stamped when handed to the device */
+        } else {
+            count_drop(d, t, R_UNREACHABLE, f->n, f->data, f->len);
+        }
+        free(f);
+    }
+}
+
+/* ------------------------------------------------------------------ stats */
+
+static const char *g_stats_path;
+static uint64_t g_snapshot;
+static double g_spin_s;
+
+static void stats_write(struct dir *dirs, ns_t now, int final)
+{
+    if (!g_stats_path)
+        return;
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", g_stats_path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "netrepro-link: cannot write stats %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    g_snapshot++;
+    fprintf(f,
+            "{\n  \"elapsed_s\": %.9f,\n  \"snapshot\": %" PRIu64 ",\n  \"final\": %s,\n  \"spin_s\": %.6f,\n"
+            "  \"capture_stalls\": %" PRIu64,
+            now / 1e9, g_snapshot, final ? "true" : "false", g_spin_s,
+            (g_pcap ? g_pcap->stalls : 0) + (g_drops ? g_drops->stalls : 0));
+    for (int i = 0; i < NDIR; i++) {
+        struct dir *d = &dirs[i];
+        q_advance(d, now);
+        fprintf(f,
+                ",\n  \"%s\": {\n    \"frames_in\": %" PRIu64 ",\n    \"bytes_in\": %" PRIu64
+                ",\n    \"frames_out\": %" PRIu64 ",\n    \"bytes_out\": %" PRIu64 ",\n    \"dropped\": {",
+                dir_name[i], d->frames_in, d->bytes_in, d->frames_out, d->bytes_out);
+        for (int r = 0; r < NREASON; r++)
+            fprintf(f, "%s\"%s\": %" PRIu64, r ? ", " : "", reason_name[r], d->dropped[r]);
+        fprintf(f,
+                "},\n    \"queue_hwm_pkts\": %" PRIu64 ",\n    \"queue_hwm_bytes\": %" PRIu64
+                ",\n    \"queue_pkts\": %zu,\n    \"in_flight\": %zu,\n    \"late_us_mean\": %.3f,\n"
+                "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 "\n  }",
+                d->hwm_pkts, d->hwm_bytes, d->q_n, d->heap_n, d->late_n ? d->late_sum_ns / d->late_n / 1e3 : 0.0,
+                d->late_max_ns / 1e3, d->late_over_100us);
+    }
+    fputs("\n}\n", f);
+    if (fclose(f) != 0 || rename(tmp, g_stats_path) != 0)
+        fprintf(stderr, "netrepro-link: cannot write stats %s: %s\n", g_stats_path, strerror(errno));
+}
+
+/* ------------------------------------------------------------------ tap */
+
+static int tap_open(const char *name)
+{
+    int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        die("cannot open /dev/net/tun: %s", strerror(errno));
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+    if (ioctl(fd, TUNSETIFF, &ifr) < 0)
+        die("cannot create tap %s: %s (needs CAP_NET_ADMIN in this network namespace)", name, strerror(errno));
+    return fd;
+}
+
+static void tap_configure(const char *name, const char *cidr, int mtu)
+{
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        die("socket: %s", strerror(errno));
+    struct ifreq ifr;
+    if (mtu > 0) {
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+        ifr.ifr_mtu = mtu;
+        if (ioctl(s, SIOCSIFMTU, &ifr) < 0)
+            die("cannot set MTU %d on %s: %s", mtu, name, strerror(errno));
+    }
+    if (cidr) {
+        char addr[64];
+        snprintf(addr, sizeof(addr), "%s", cidr);
+        int plen = 24;
+        char *slash = strchr(addr, '/');
+        if (slash) {
+            *slash = 0;
+            plen = atoi(slash + 1);
+        }
+        struct sockaddr_in sin;
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1 || plen < 0 || plen > 32)
+            usage_error("--tap-addr: bad IPv4 address/prefix '%s'", cidr);
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+        memcpy(&ifr.ifr_addr, &sin, sizeof(sin));
+        if (ioctl(s, SIOCSIFADDR, &ifr) < 0)
+            die("cannot set address %s on %s: %s", addr, name, strerror(errno));
+        sin.sin_addr.s_addr = plen ? htonl(0xffffffffu << (32 - plen)) : 0;
+        memcpy(&ifr.ifr_netmask, &sin, sizeof(sin));
+        if (ioctl(s, SIOCSIFNETMASK, &ifr) < 0)
+            die("cannot set netmask on %s: %s", name, strerror(errno));
+    }
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        die("cannot read flags of %s: %s", name, strerror(errno));
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        die("cannot bring %s up: %s", name, strerror(errno));
+    close(s);
+}
+
+/* ------------------------------------------------------------------ wait with an adaptive spin */
+
+struct waiter {
+    ns_t spin_max;      /* upper bound of the spin margin */
+    double budget;      /* fraction of wall time the spin may use */
+    double over_mean;   /* EWMA of ppoll's wake-up lateness */
+    double over_dev;    /* EWMA of its absolute deviation */
+    ns_t window_start;  /* budget window */
+    ns_t window_spin;
+};
+
+static ns_t waiter_margin(struct waiter *w, ns_t now)
+{
+    if (w->spin_max <= 0)
+        return 0;
+    if (now - w->window_start > 100000000) { /* 100 ms windows */
+        w->window_start = now;
+        w->window_spin = 0;
+    }
+    if ((double)w->window_spin > w->budget * 100e6)
+        return 0;
+    double m = w->over_mean + 3.0 * w->over_dev;
+    if (m > (double)w->spin_max)
+        m = (double)w->spin_max;
+    return (ns_t)m;
+}
+
+static void waiter_sample(struct waiter *w, ns_t over)
+{
+    if (over < 0)
+        over = 0;
+    double err = (double)over - w->over_mean;
+    w->over_mean += err / 16.0;
+    w->over_dev += (fabs(err) - w->over_dev) / 16.0;
+}
+
+/* ------------------------------------------------------------------ main */
+
+/* ------------------------------------------------------------------ the event loop */
+
+struct loop {
+    struct endpoint *dev, *peer;
+    struct dir *dirs;
+    int sfd;
+    struct waiter *w;
+    int running;
+    ns_t last_flush;
+    struct pollfd pfd[3];
+    short in_events[2];
+};
+
+static uint8_t g_buf[MAX_FRAME];
+
+/* the endpoint of input k (0: device socket, feeding to_peer; 1: peer side, feeding to_device) */
+static struct endpoint *input_ep(struct loop *L, int k) { return k == 0 ? L->dev : L->peer; }
+static struct dir *input_dir(struct loop *L, int k) { return k == 0 ? &L->dirs[TO_PEER] : &L->dirs[TO_DEVICE]; }
+
+/* take in what is waiting on input k, in order, with the kernel's arrival times */
+static void drain_input(struct loop *L, int k)
+{
+    struct endpoint *e = input_ep(L, k);
+    struct dir *d = input_dir(L, k);
+    for (int b = 0; b < READ_BATCH; b++) {
+        ssize_t r;
+        ns_t t = 0;
+        if (e->is_tap) {
+            r = read(e->fd, g_buf, sizeof(g_buf));
+            t = mono_ns() - g_t0;
+        } else {
+            r = recv_stamped(e->fd, g_buf, sizeof(g_buf), &t);
+        }
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return;
+            if (errno == ECONNREFUSED) /* a stale error from an earlier send */
+                continue;
+            fprintf(stderr, "netrepro-link: read from %s: %s\n", e->what, strerror(errno));
+            return;
+        }
+        if (!e->connected)
+            endpoint_try_connect(e, t);
+        if (r > 0)
+            dir_arrive(d, g_buf, (uint32_t)r, t);
+    }
+}
+
+static void handle_signals(struct loop *L)
+{
+    struct signalfd_siginfo si;
+    while (read(L->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGUSR1) {
+            files_flush();
+            stats_write(L->dirs, mono_ns() - g_t0, 0);
+        } else {
+            L->running = 0;
+        }
+    }
+}
+
+/* the next time something is due (INT64_MAX: nothing) */
+static ns_t next_deadline(struct loop *L)
+{
+    ns_t deadline = INT64_MAX;
+    for (int i = 0; i < NDIR; i++) {
+        struct dir *d = &L->dirs[i];
+        if (!d->heap_n)
+            continue;
+        ns_t t = d->heap[0]->due;
+        if (d->out->blocked) {
+            if (d->out->connected)
+                continue; /* POLLOUT wakes us */
+            if (t < d->out->retry_at)
+                t = d->out->retry_at;
+        }
+        if (t < deadline)
+            deadline = t;
+    }
+    if (g_files_dirty && L->last_flush + NS_PER_S < deadline)
+        deadline = L->last_flush + NS_PER_S;
+    return deadline;
+}
+
+static void set_pollfds(struct loop *L, int all_inputs, ns_t deadline, ns_t now)
+{
+    for (int k = 0; k < 2; k++) {
+        const struct endpoint *e = input_ep(L, k);
+        const struct dir *fed = input_dir(L, k);
+        ns_t window = deadline - now;
+        /* An input need not wake us before the deadline when a frame arriving now could not be
+           due before it: its arrival time comes from the kernel, so reading it later loses no
+           precision.  This halves the wake-ups, which cost ~20 us of CPU each in a VM. */
+        L->in_events[k] = POLLIN;
+        if (!all_inputs && g_defer && !e->is_tap && deadline != INT64_MAX && window < 20000000 &&
+            fed->min_delay_ns >= (double)window + 100000)
+            L->in_events[k] = 0;
+        L->pfd[k] = (struct pollfd){.fd = e->fd, .events = L->in_events[k] | (e->blocked && e->connected ? POLLOUT : 0)};
+    }
+    L->pfd[2] = (struct pollfd){.fd = L->sfd, .events = POLLIN};
+}
+
+/* handle what ppoll reported */
+static void handle_ready(struct loop *L)
+{
+    if (L->pfd[2].revents & POLLIN)
+        handle_signals(L);
+    for (int k = 0; k < 2; k++) {
+        if (L->pfd[k].revents & POLLOUT)
+            input_ep(L, k)->blocked = 0;
+        if (L->pfd[k].revents & (POLLIN | POLLERR))
+            drain_input(L, k);
+    }
+}
+
+static int xppoll(struct loop *L, ns_t timeout)
+{
+    struct timespec to = {timeout / NS_PER_S, timeout % NS_PER_S};
+    int n = ppoll(L->pfd, 3, timeout < 0 ? NULL : &to, NULL);
+    if (n < 0 && errno != EINTR)
+        die("ppoll: %s", strerror(errno));
+    return n;
+}
+
+/*
+ * One round: send what is due, then wait for the next deadline or an input.  The wait
+ * sleeps in ppoll until a margin before the deadline (the margin follows ppoll's measured
+ * lateness), then takes in every input, deferred ones included, and spins to the deadline
+ * while still watching all inputs, so that what arrives is read before what is sent.
+ */
+static void loop_once(struct loop *L)
+{
+    ns_t now = mono_ns() - g_t0;
+    for (int i = 0; i < NDIR; i++)
+        dir_deliver(&L->dirs[i], now);
+
+    ns_t deadline = next_deadline(L);
+    now = mono_ns() - g_t0;
+    if (deadline > now) {
+        ns_t margin = deadline == INT64_MAX ? 0 : waiter_margin(L->w, now);
+        ns_t wake = deadline == INT64_MAX ? INT64_MAX : deadline - margin;
+        if (wake > now + 2000) {
+            set_pollfds(L, 0, deadline, now);
+            int n = xppoll(L, wake == INT64_MAX ? -1 : wake - now);
+            if (n != 0) {
+                if (n > 0)
+                    handle_ready(L);
+                goto housekeeping; /* woken by an input or a signal: start over */
+            }
+            waiter_sample(L->w, mono_ns() - g_t0 - wake);
+        }
+        /* the last stretch: take in everything now, then spin watching all inputs */
+        set_pollfds(L, 1, deadline, now);
+        for (int k = 0; k < 2; k++)
+            drain_input(L, k); /* deferred inputs above all; an empty one costs one syscall */
+        ns_t s0 = mono_ns() - g_t0, t = s0;
+        while (t < deadline && L->running) {
+            if (xppoll(L, 0) > 0)
+                handle_ready(L);
+            t = mono_ns() - g_t0;
+        }
+        L->w->window_spin += t - s0;
+        g_spin_s += (double)(t - s0) / 1e9;
+    } else {
+        /* already due: a quick look at the inputs and the signals first */
+        set_pollfds(L, 1, deadline, now);
+        if (xppoll(L, 0) > 0)
+            handle_ready(L);
+    }
+housekeeping:
+    now = mono_ns() - g_t0;
+    if (g_files_dirty && now - L->last_flush >= NS_PER_S) {
+        files_flush();
+        L->last_flush = now;
+    }
+}
+
+static void help(void)
+{
+    puts("usage: netrepro-link --device-sock PATH --device-remote PATH\n"
+         "                     (--tap NAME [--tap-addr A.B.C.D/N] [--tap-mtu N] | --peer-sock PATH --peer-remote PATH)\n"
+         "                     [--to-device SPEC] [--to-peer SPEC] [--seed N] [--pcap PATH] [--snaplen N]\n"
+         "                     [--drops PATH] [--stats PATH] [--spin-us N] [--spin-budget FRACTION]\n"
+         "                     [--max-inflight N] [--rt-priority N] [--nice N] [--no-defer] [--hold-capture-mib N]\n"
+         "                     [--die-with-parent]\n"
+         "SPEC: delay_us=2750,jitter_us=0,jitter_dist=uniform,rate_bps=100000000,burst_bytes=0,\n"
+         "      limit_pkts=1000,limit_bytes=0,loss=0,ge=p,r,1-h,1-k,drop=data:3,frame:12,syn:1,reorder=0\n"
+         "Prints READY when the sockets are bound; SIGTERM/SIGINT stop it (stats written), SIGUSR1 writes stats.");
+}
+
+int main(int argc, char **argv)
+{
+    const char *device_sock = NULL, *device_remote = NULL, *peer_sock = NULL, *peer_remote = NULL, *tap = NULL;
+    const char *tap_addr = NULL, *pcap_path = NULL, *drops_path = NULL;
+    const char *spec_dev = "", *spec_peer = "";
+    uint64_t seed = 1, tmp;
+    int tap_mtu = 0, die_with_parent = 0, nice_level = 0, nice_set = 0, rt_prio = 0;
+    struct waiter w = {.spin_max = 100000, .budget = 0.15};
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        char name[64];
+        const char *eq = strchr(a, '=');
+        if (!strncmp(a, "--", 2) && eq) {
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - a), a);
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof(name), "%s", a);
+        }
+#define FLAG(s) (!strcmp(name, s))
+#define VALUE()                                                                                                   \
+    do {                                                                                                          \
+        if (!val) {                                                                                               \
+            if (i + 1 >= argc)                                                                                    \
+                usage_error("option %s needs a value", name);                                                     \
+            val = argv[++i];                                                                                      \
+        }                                                                                                         \
+    } while (0)
+        if (FLAG("--help") || FLAG("-h")) {
+            help();
+            return 0;
+        } else if (FLAG("--die-with-parent")) {
+            die_with_parent = 1;
+            continue;
+        } else if (FLAG("--no-defer")) {
+            g_defer = 0;
+            continue;
+        }
+        VALUE();
+        if (FLAG("--device-sock"))
+            device_sock = val;
+        else if (FLAG("--device-remote"))
+            device_remote = val;
+        else if (FLAG("--peer-sock"))
+            peer_sock = val;
+        else if (FLAG("--peer-remote"))
+            peer_remote = val;
+        else if (FLAG("--tap"))
+            tap = val;
+        else if (FLAG("--tap-addr"))
+            tap_addr = val;
+        else if (FLAG("--tap-mtu")) {
+            if (parse_u64(val, &tmp) || tmp < 68 || tmp > 65535)
+                usage_error("--tap-mtu: bad value '%s'", val);
+            tap_mtu = (int)tmp;
+        } else if (FLAG("--to-device"))
+            spec_dev = val;
+        else if (FLAG("--to-peer"))
+            spec_peer = val;
+        else if (FLAG("--seed")) {
+            if (parse_u64(val, &seed))
+                usage_error("--seed: bad value '%s'", val);
+        } else if (FLAG("--pcap"))
+            pcap_path = val;
+        else if (FLAG("--snaplen")) {
+            if (parse_u64(val, &tmp) || tmp > 262144)
+                usage_error("--snaplen: bad value '%s'", val);
+            g_snaplen = tmp ? (uint32_t)tmp : 262144;
+        } else if (FLAG("--drops"))
+            drops_path = val;
+        else if (FLAG("--stats"))
+            g_stats_path = val;
+        else if (FLAG("--spin-us")) {
+            double d;
+            if (parse_double(val, &d) || d < 0 || d > 10000)
+                usage_error("--spin-us: bad value '%s'", val);
+            w.spin_max = (ns_t)(d * 1000);
+        } else if (FLAG("--spin-budget")) {
+            if (parse_double(val, &w.budget) || w.budget < 0 || w.budget > 1)
+                usage_error("--spin-budget: bad value '%s' (a fraction 0..1)", val);
+        } else if (FLAG("--rt-priority")) {
+            if (parse_u64(val, &tmp) || tmp < 1 || tmp > 99)
+                usage_error("--rt-priority: bad value '%s' (1..99)", val);
+            rt_prio = (int)tmp;
+        } else if (FLAG("--nice")) {
+            double d;
+            if (parse_double(val, &d) || d < -20 || d > 19 || d != (int)d)
+                usage_error("--nice: bad value '%s' (-20..19)", val);
+            nice_level = (int)d;
+            nice_set = 1;
+        } else if (FLAG("--hold-capture-mib")) {
+            if (parse_u64(val, &tmp) || tmp > 65536)
+                usage_error("--hold-capture-mib: bad value '%s' (0..65536)", val);
+            g_hold_chunks = (size_t)tmp;
+            if (g_max_chunks < g_hold_chunks + 64)
+                g_max_chunks = g_hold_chunks + 64;
+        } else if (FLAG("--max-inflight")) {
+            if (parse_u64(val, &g_max_inflight) || g_max_inflight == 0)
+                usage_error("--max-inflight: bad value '%s'", val);
+        } else
+            usage_error("unknown option %s", name);
+    }
+    if (!device_sock || !device_remote)
+        usage_error("--device-sock and --device-remote are required");
+    if (!tap == !(peer_sock || peer_remote))
+        usage_error("give either --tap or --peer-sock with --peer-remote");
+    if (!tap && !(peer_sock && peer_remote))
+        usage_error("--peer-sock and --peer-remote go together");
+    if ((tap_addr || tap_mtu) && !tap)
+        usage_error("--tap-addr/--tap-mtu need --tap");
+
+    struct dir_conf conf[NDIR];
+    parse_dir_spec("--to-device", spec_dev, &conf[TO_DEVICE]);
+    parse_dir_spec("--to-peer", spec_peer, &conf[TO_PEER]);
+
+    if (die_with_parent) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            return 0;
+    }
+    prctl(PR_SET_TIMERSLACK, 1UL);
+    /* the link's timing depends on waking up on time next to a busy QEMU: SCHED_FIFO if
+       allowed (the link blocks when idle and its spin is budgeted), else a better nice */
+    int rt_ok = 0;
+    if (rt_prio) {
+        struct sched_param sp = {.sched_priority = rt_prio};
+        rt_ok = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+        if (!rt_ok)
+            fprintf(stderr, "netrepro-link: could not use SCHED_FIFO %d (%s)%s\n", rt_prio, strerror(errno),
+                    nice_set ? "; trying nice instead" : "");
+    }
+    if (!rt_ok && nice_set && setpriority(PRIO_PROCESS, 0, nice_level) != 0)
+        fprintf(stderr, "netrepro-link: could not set nice %d (%s); running at the default priority\n", nice_level,
+                strerror(errno));
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &sigs, NULL);
+    int sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0)
+        die("signalfd: %s", strerror(errno));
+
+    struct endpoint dev_ep, peer_ep;
+    memset(&dev_ep, 0, sizeof(dev_ep));
+    memset(&peer_ep, 0, sizeof(peer_ep));
+    endpoint_unix(&dev_ep, "device socket", device_sock, device_remote, "--device-sock", "--device-remote");
+    if (tap) {
+        peer_ep.what = "tap";
+        peer_ep.is_tap = 1;
+        peer_ep.fd = tap_open(tap);
+        if (tap_addr || tap_mtu)
+            tap_configure(tap, tap_addr, tap_mtu);
+    } else {
+        endpoint_unix(&peer_ep, "peer socket", peer_sock, peer_remote, "--peer-sock", "--peer-remote");
+    }
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    g_wall0 = (ns_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    g_t0 = mono_ns();
+    if (pcap_path)
+        pcap_open(pcap_path);
+    if (drops_path)
+        g_drops = afile_open(drops_path, "drops log");
+
+    struct dir dirs[NDIR];
+    dir_init(&dirs[TO_DEVICE], TO_DEVICE, &conf[TO_DEVICE], seed, &dev_ep);
+    dir_init(&dirs[TO_PEER], TO_PEER, &conf[TO_PEER], seed, &peer_ep);
+    endpoint_try_connect(&dev_ep, 0);
+    endpoint_try_connect(&peer_ep, 0);
+
+    w.window_start = 0;
+    fputs("READY\n", stdout);
+    fflush(stdout);
+
+    struct loop L = {.dev = &dev_ep, .peer = &peer_ep, .dirs = dirs, .sfd = sfd, .w = &w, .running = 1};
+    while (L.running)
+        loop_once(&L);
+
+    ns_t end = mono_ns() - g_t0;
+    afile_close(g_pcap); /* waits until everything is on disk (in the page cache) */
+    afile_close(g_drops);
+    stats_write(dirs, end, 1);
+    unlink(dev_ep.bound_path);
+    if (peer_ep.bound_path)
+        unlink(peer_ep.bound_path);
+    return 0;
+}

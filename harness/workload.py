@@ -1,0 +1,183 @@
+"""Workloads: what traffic a run makes between the board and the Linux peer.
+
+rx      peer -> device: iperf2 client in the namespace against the firmware's lwiperf server
+tx      device -> peer: the firmware's iperf client against an iperf2 server in the namespace
+duplex  both at once (iperf2 -d)
+rr      rx then tx (iperf2 -r)
+discard device sends N bytes to the peer's port 9 service, timed from SYN to FIN
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import NetreproError
+from harness.process import stop_process
+from harness.session import Session
+
+WORKLOADS = ("rx", "tx", "duplex", "rr", "discard")
+IPERF_PORT = 5001
+DISCARD_BYTES = 8 * 1024 * 1024
+_SLACK_S = 30.0  # on top of the transfer's own time, for slow emulated boards
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    seconds: float = 10.0
+    bytes: int | None = None        # byte-count variant; discard defaults to the Ethernut report's 8 MiB
+    chunk: int = 1460               # discard: bytes per write
+    warmup_s: float = 0.0           # a transfer of this length first, not measured
+
+    def __post_init__(self) -> None:
+        if self.name not in WORKLOADS:
+            raise NetreproError(f"unknown workload '{self.name}'", f"use one of: {', '.join(WORKLOADS)}")
+        if self.seconds <= 0 or (self.bytes is not None and self.bytes <= 0) or self.chunk <= 0:
+            raise NetreproError("workload seconds, bytes and chunk must be positive", "fix the numbers")
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "seconds": self.seconds, "bytes": self.bytes, "chunk": self.chunk,
+                "warmup_s": self.warmup_s}
+
+
+@dataclass
+class Transfer:
+    """One direction's measured transfer."""
+
+    direction: str                  # "rx" (peer -> device) or "tx" (device -> peer)
+    bytes: int
+    seconds: float
+    per_second_mbps: list[float] = field(default_factory=list)
+    source: str = ""                # which side measured it
+
+    @property
+    def mbps(self) -> float:
+        return self.bytes * 8 / self.seconds / 1e6 if self.seconds > 0 else 0.0
+
+
+def run_workload(rig: Session, workload: Workload) -> list[Transfer]:
+    """Run the workload on a started rig; one Transfer per direction measured."""
+    if workload.warmup_s > 0:
+        warm = Workload("tx" if workload.name in ("tx", "discard") else "rx", seconds=workload.warmup_s)
+        _dispatch(rig, warm, tag="warmup")
+    return _dispatch(rig, workload, tag="")
+
+
+def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
+    name = f"{tag}-" if tag else ""
+    if workload.name == "tx":
+        return [_device_client(rig, workload, f"{name}peer-iperf-server.csv")]
+    if workload.name == "discard":
+        return [_discard(rig, workload, f"{name}peer-discard.json")]
+    flags = {"rx": [], "duplex": ["-d"], "rr": ["-r"]}[workload.name]
+    return _peer_client(rig, workload, flags, f"{name}peer-iperf-client.csv")
+
+
+def _amount(workload: Workload) -> list[str]:
+    return ["-n", str(workload.bytes)] if workload.bytes else ["-t", f"{workload.seconds:g}"]
+
+
+def _budget(workload: Workload, legs: int = 1) -> float:
+    return legs * (workload.seconds if not workload.bytes else max(workload.seconds, 60.0)) + _SLACK_S
+
+
+def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: str) -> list[Transfer]:
+    rig.console.command("iperf server")
+    argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *_amount(workload), "-i", "1",
+            "-y", "C", *flags]
+    legs = 2 if workload.name == "rr" else 1
+    proc = rig.namespace.run(argv, timeout=_budget(workload, legs), check=False)
+    (rig.run_dir / log_name).write_text(proc.stdout + proc.stderr)
+    transfers = parse_iperf_csv(proc.stdout, server_port=IPERF_PORT)
+    if proc.returncode != 0 or not transfers:
+        raise NetreproError(f"iperf against the board failed: {(proc.stderr or proc.stdout).strip()[-200:]}",
+                            f"see {rig.run_dir / log_name} and the console log")
+    return transfers
+
+
+def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
+    log = open(rig.run_dir / log_name, "w")  # noqa: SIM115
+    server = rig.namespace.popen(["iperf", "-s", "-p", str(IPERF_PORT), "-i", "1", "-y", "C"],
+                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        _wait_listening(rig, IPERF_PORT)
+        amount = f"-n {workload.bytes}" if workload.bytes else f"-t {workload.seconds:g}"
+        rig.console.command(f"iperf client {rig.addresses.peer} -p {IPERF_PORT} {amount}")
+        event = rig.console.wait_event("IPERF", timeout=_budget(workload))
+        if event.fields.get("report") == "error":
+            raise NetreproError(f"the board's iperf client failed: {event.fields}", "see the console log")
+        time.sleep(0.5)  # the server prints its summary when the connection closes
+    finally:
+        stop_process(server, grace_s=2.0)
+        log.close()
+    transfers = [t for t in parse_iperf_csv((rig.run_dir / log_name).read_text(), IPERF_PORT) if t.direction == "tx"]
+    if not transfers:
+        raise NetreproError("the peer's iperf server saw no transfer from the board", f"see {rig.run_dir / log_name}")
+    return transfers[0]
+
+
+def _discard(rig: Session, workload: Workload, out_name: str) -> Transfer:
+    total = workload.bytes or DISCARD_BYTES
+    out = rig.run_dir / out_name
+    server = rig.namespace.popen([sys.executable, "-m", "harness.peer_services", "discard", "--port", "9",
+                                  "--out", str(out), "--accept-timeout", str(_budget(workload))],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 text=True, cwd=str(Path(__file__).resolve().parent.parent))
+    try:
+        if server.stdout is None or server.stdout.readline().strip() != "LISTENING":
+            raise NetreproError("the peer's discard service did not start", f"see {rig.run_dir}")
+        rig.console.command(f"discard {rig.addresses.peer} {total} {workload.chunk}")
+        event = rig.console.wait_event("DISCARD", timeout=max(_budget(workload), total * 8 / 1e5))
+        if "error" in event.fields:
+            raise NetreproError(f"the board's discard sender failed: {event.fields['error']}", "see the console log")
+        server.wait(timeout=_SLACK_S)
+    finally:
+        stop_process(server, grace_s=2.0)
+        if server.stdout:
+            server.stdout.close()
+    seen = json.loads(out.read_text()) if out.is_file() else {}
+    if seen.get("bytes") != total:
+        raise NetreproError(f"the peer's discard service got {seen.get('bytes')} of {total} bytes",
+                            f"see {out} and the console log")
+    per_second = [b * 8 / 1e6 for b in seen["per_second_bytes"]]
+    return Transfer("tx", total, event.number("ms") / 1000.0, per_second, source="device SYN..FIN")
+
+
+def _wait_listening(rig: Session, port: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = rig.namespace.run(["ss", "-Htln", f"sport = :{port}"], check=False).stdout
+        if out.strip():
+            return
+        time.sleep(0.05)
+    raise NetreproError(f"the peer's iperf server is not listening on port {port}", "see the run folder")
+
+
+def parse_iperf_csv(text: str, server_port: int) -> list[Transfer]:
+    """iperf2 `-y C` lines -> one Transfer per connection (per-second figures and the total).
+
+    A line whose remote port is the iperf port was measured by the peer's client (it sent to the
+    board: rx); a line whose local port is the iperf port by the peer's server (it received: tx).
+    Per connection, iperf prints its interval lines and then the whole-test line (0.0-end) last.
+    """
+    rows: dict[tuple[str, str], list[tuple[float, float, int, int]]] = {}
+    for line in text.splitlines():
+        cols = line.strip().split(",")
+        if len(cols) < 9 or not cols[0].isdigit() or "-" not in cols[6]:
+            continue
+        local_port, remote_port = cols[2], cols[4]
+        direction = "rx" if remote_port == str(server_port) else "tx" if local_port == str(server_port) else ""
+        if direction:
+            start, end = (float(x) for x in cols[6].split("-"))
+            rows.setdefault((direction, cols[5]), []).append((start, end, int(cols[7]), int(cols[8])))
+    transfers = []
+    for (direction, _), lines in rows.items():
+        start, end, nbytes, _bps = lines[-1]
+        intervals = [bps / 1e6 for _s, _e, _b, bps in lines[:-1]]
+        transfers.append(Transfer(direction, nbytes, end - start, intervals, source="peer iperf2"))
+    return sorted(transfers, key=lambda t: t.direction)

@@ -1,0 +1,98 @@
+"""The real chain of the foundation: lwIP firmware built, booted in QEMU, driven over its console."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.build import build_firmware
+from harness.engine import QemuEngine
+from harness.errors import NetreproError
+from harness.profile import resolve_profile
+
+pytestmark = pytest.mark.real
+
+
+def _boot(platform, firmware, tmp_path):
+    engine = QemuEngine(platform, firmware.elf, tmp_path, tmp_path)
+    return engine, engine.start(timeout=60)
+
+
+@pytest.mark.parametrize(("profile", "window"), [("mp-n6-before", 16 * 1460), ("mp-n6-after", 32 * 1460),
+                                                  ("default", 4 * 536)])
+def test_opts_reports_each_profiles_window(n6, tree, tmp_path, no_leftovers, profile, window):
+    firmware = build_firmware(n6, resolve_profile(n6, profile), tree)
+    engine, console = _boot(n6, firmware, tmp_path)
+    with engine:
+        assert engine.status() == "running"
+        assert console.banner.profile == profile and console.banner.lwip == "2.1.3"
+        opts = console.opts()
+        assert opts["TCP_WND"] == window
+        assert opts["TCP_MSS"] == (536 if profile == "default" else 1460)
+        assert opts["LWIP_WND_SCALE"] == 0 and opts["NO_SYS"] == 1
+        stats = console.stats()
+        assert stats["mem.err"] == 0 and "nic.rx_frames" in stats
+        assert console.ip()["ip"] == "0.0.0.0"
+
+
+def test_a_second_build_is_reused_and_an_override_is_a_new_build(n6, tree):
+    profile = resolve_profile(n6, "mp-n6-before")
+    first = build_firmware(n6, profile, tree)
+    again = build_firmware(n6, profile, tree)
+    assert not again.rebuilt and again.key == first.key
+    assert again.elf.stat().st_mtime == first.elf.stat().st_mtime
+    other = resolve_profile(n6, "mp-n6-before", overrides=["TCP_WND=20*TCP_MSS"], lwip_tree=tree)
+    assert build_firmware(n6, other, tree).key != first.key
+
+
+def test_an_override_reaches_the_firmware(n6, tree, tmp_path, no_leftovers):
+    profile = resolve_profile(n6, "mp-n6-before", overrides=["TCP_WND=20*TCP_MSS"], lwip_tree=tree)
+    engine, console = _boot(n6, build_firmware(n6, profile, tree), tmp_path)
+    with engine:
+        assert console.opts()["TCP_WND"] == 20 * 1460
+
+
+def test_a_broken_profile_is_a_one_line_error_naming_the_option(n6, tree, tmp_path):
+    opts = tmp_path / "lwipopts.h"
+    opts.write_text("#define TCP_MSS 1460\n#define TCP_WND 70000  /* > 64 KiB without LWIP_WND_SCALE */\n")
+    with pytest.raises(NetreproError) as err:
+        build_firmware(n6, resolve_profile(n6, str(opts)), tree)
+    message = str(err.value)
+    assert "option TCP_WND" in message and "u16_t" in message and "\n" not in message
+
+    cli = subprocess.run([sys.executable, "-m", "harness.cli", "boot", "openmv-n6", "--lwip", str(opts)],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "true"})
+    assert cli.returncode == 2
+    assert cli.stderr.count("\n") == 1 and "TCP_WND" in cli.stderr and "Traceback" not in cli.stderr
+
+
+def test_a_users_lwipopts_with_its_own_include_dir(n6, tree, tmp_path, no_leftovers):
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "my_tuning.h").write_text("#define MY_SEGMENTS 12\n")
+    (tmp_path / "lwipopts.h").write_text('#include "my_tuning.h"\n#define TCP_MSS 1200\n'
+                                         "#define TCP_WND (MY_SEGMENTS * TCP_MSS)\n")
+    profile = resolve_profile(n6, str(tmp_path / "lwipopts.h"), [str(inc)])
+    engine, console = _boot(n6, build_firmware(n6, profile, tree), tmp_path)
+    with engine:
+        opts = console.opts()
+        assert (opts["TCP_MSS"], opts["TCP_WND"]) == (1200, 12 * 1200)
+
+
+def test_cli_boot_json_on_a_warm_cache(n6, tree):
+    build_firmware(n6, resolve_profile(n6, None), tree)  # warm the cache
+    env = {**os.environ, "CI": "true"}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "boot", "openmv-n6", "--json"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["platform"] == "openmv-n6" and result["profile"] == "mp-n6-before"
+    assert result["options"]["TCP_MSS"] == 1460 and result["rebuilt"] is False
+    assert 0 < result["boot_seconds"] < elapsed < 10

@@ -1,0 +1,77 @@
+"""The board on the network: the Linux peer reaches it through the link, and nothing is left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.build import build_firmware
+from harness.errors import NetreproError
+from harness.link import LinkSpec, read_pcap
+from harness.profile import resolve_profile
+from harness.session import Session
+from tests.conftest import leftover_processes
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module")
+def firmware(n6, tree):
+    return build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree)
+
+
+def test_the_peer_pings_the_board_and_learns_its_mac(n6, firmware, tmp_path, no_leftovers):
+    with Session(n6, firmware, tmp_path, LinkSpec()) as rig:
+        ping = rig.namespace.run(["ping", "-c", "5", "-i", "0.2", "-W", "2", rig.addresses.device], timeout=20)
+        assert " 0% packet loss" in ping.stdout
+        neigh = rig.namespace.run(["ip", "neigh", "show", rig.addresses.device]).stdout
+        assert n6.nic["mac"] in neigh.lower()
+        stats = rig.console.stats()
+        assert stats["icmp.recv"] >= 5 and stats["etharp.recv"] >= 1
+    frames = read_pcap(tmp_path / "capture.pcap")
+    ethertypes = [frame[12:14] for _, frame in frames]
+    assert b"\x08\x06" in ethertypes                        # ARP
+    icmp = [f for _, f in frames if f[12:14] == b"\x08\x00" and f[23] == 1]
+    assert sum(1 for f in icmp if f[34] == 8) >= 5 and sum(1 for f in icmp if f[34] == 0) >= 5
+    assert rig.link_counters is not None
+    assert rig.link_counters.total_frames_out == len(frames)
+
+
+def test_a_failure_inside_a_run_tears_everything_down(n6, firmware, tmp_path):
+    before = leftover_processes()
+    with pytest.raises(NetreproError, match="did not print"), Session(n6, firmware, tmp_path, LinkSpec()) as rig:
+        rig.console.expect("this never appears", timeout=0.5)
+    assert leftover_processes() - before == set()
+    assert (tmp_path / "console.log").read_text().count("netrepro firmware") == 1
+
+
+def test_ctrl_c_during_a_run_stops_everything_and_keeps_the_folder(tmp_path):
+    before = leftover_processes()
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--workload", "rx",
+                             "--seconds", "60", "--out", str(tmp_path)],
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "CI": ""})
+    try:
+        deadline = time.monotonic() + 120
+        for line in proc.stderr:
+            if "running rx" in line or time.monotonic() > deadline:
+                break
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert leftover_processes() - before == set()
+    (run_dir,) = list(Path(tmp_path).iterdir())
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "interrupted"
+    assert (run_dir / "console.log").stat().st_size > 0 and (run_dir / "capture.pcap").stat().st_size > 24
