@@ -4,10 +4,12 @@ Run: python benchmarks/link_bench.py [--quick]
 
 1. Forwarding rate: 1514-byte frames in both directions at once, through the link in its
    peer-socket mode, with the link's rate set to R each way and a C traffic generator
-   (benchmarks/link_traffic.c) offering 98 % of R each way (so that any queue the
-   generator's own jitter builds can drain). R steps up (50, 100, 150, 200, 300, ... Mbit/s);
-   a step passes when both directions deliver every frame, in order, with no drop the link
-   did not choose, at >= 97 % of the offered rate. Each step gets two attempts.
+   (benchmarks/link_traffic.c, nice -5 where allowed) offering 98 % of R each way (so that
+   any queue the generator's own jitter builds can drain) into a 10000-frame queue (so that
+   a burst from a briefly descheduled generator is not counted against the link). R steps
+   up (50, 100, 150, 200, 300, ... Mbit/s); a step passes when both directions deliver
+   every frame, in order, with no drop, at >= 97 % of the offered rate. Each step gets two
+   attempts. The link runs as harness.link.Link starts it (SCHED_FIFO where allowed).
 2. Delay accuracy: one-way delay 2.75 ms and rate 50 Mbit/s each way; frames spaced 2 ms
    (no queueing), both directions at once; the receiver busy-polls so its own wake-up does
    not count. Error = observed one-way time - (2.75 ms + serialisation of the frame),
@@ -19,6 +21,7 @@ Writes benchmarks/results/link.json and benchmarks/results/link.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -42,6 +45,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 FRAME = 1514
 WIRE_BITS = (FRAME + 24) * 8
 OFFER = 0.98
+QUEUE = 10000
 RATES_MBPS = [50, 100, 150, 200, 300, 400, 500, 600, 800, 1000]
 
 
@@ -50,8 +54,18 @@ def traffic_tool() -> Path:
 
 
 def cpu_ns(pid: int) -> int:
-    """CPU time of a process so far (ns), from /proc/PID/schedstat."""
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    """CPU time of a process so far, all its threads (ns), from /proc/PID/task/*/schedstat."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):  # a thread that just ended
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
+def _generator_priority() -> None:
+    """A better nice for the generator where allowed, so its pacing stays smooth next to other load."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, -5)
 
 
 def run_once(spec: LinkSpec, gen_args: list[str], link_args: list[str] = ()) -> dict[str, Any]:
@@ -78,7 +92,7 @@ def run_once(spec: LinkSpec, gen_args: list[str], link_args: list[str] = ()) -> 
                     "--peer-sock", str(tmp / "gp"), "--peer-link", str(tmp / "lp"),
                     *gen_args,
                 ],
-                capture_output=True, text=True, timeout=120, check=False,
+                capture_output=True, text=True, timeout=120, check=False, preexec_fn=_generator_priority,
             )  # fmt: skip
             wall = time.monotonic() - t0
             usage1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -103,7 +117,8 @@ def throughput_step(rate_mbps: int, seconds: float) -> dict[str, Any]:
     rate = rate_mbps * 1_000_000
     offered = rate * OFFER
     frames = int(offered * seconds / WIRE_BITS)
-    one_way = Direction(delay_s=2.75e-3, rate_bps=rate)
+    # a deep queue: a burst from a generator that was briefly descheduled is not the link's loss
+    one_way = Direction(delay_s=2.75e-3, rate_bps=rate, limit_packets=QUEUE)
     spec = LinkSpec(to_device=one_way, to_peer=one_way)
     r = run_once(spec, ["--dirs", "both", "--size", str(FRAME), "--rate-bps", str(offered),
                         "--frames", str(frames), "--settle-ms", "1000"])  # fmt: skip
@@ -314,10 +329,10 @@ def markdown(r: dict[str, Any]) -> str:
         f"## Forwarding: {FRAME}-byte frames, both directions at once",
         "",
         f"Highest rate passed: **{t['max_rate_mbps_each_way']} Mbit/s each way** "
-        f"(offered {int(OFFER * 100)} % of the rate, {t['seconds_per_step']} s per step; "
-        "pass = every frame delivered in order, no unchosen drop, >= 97 % of the offered rate).",
+        f"(offered {int(OFFER * 100)} % of the rate, queue {QUEUE} frames, {t['seconds_per_step']} s per step; "
+        "pass = every frame delivered in order, no drop, >= 97 % of the offered rate).",
         "",
-        "| rate each way | result | achieved to_peer / to_device | link CPU | CPU per frame | generator CPU |",
+        "| rate each way | result | achieved to_peer / to_device | link CPU | per frame | generator CPU |",
         "|---|---|---|---|---|---|",
     ]
     for s in t["steps"]:
@@ -338,7 +353,10 @@ def markdown(r: dict[str, Any]) -> str:
         "| link setting | median | p90 | p99 | max | min | frames | link CPU |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for name, key in (("default (adaptive spin)", "delay"), ("`--spin-us 0` (no spin)", "delay_without_spin")):
+    for name, key in (
+        ("default (adaptive spin)", "delay"),
+        ("`--spin-us 0` (no spin)", "delay_without_spin"),
+    ):
         d = r[key]
         e = d["error"]
         lines.append(

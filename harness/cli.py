@@ -172,7 +172,7 @@ def format_result(result: RunResult) -> str:
                  f"{_rate(to_device.get('rate_bps'))}, to peer {_rate(to_peer.get('rate_bps'))}")
     for name, counters in result.link_counters.items():
         if isinstance(counters, dict) and "frames_out" in counters:
-            lines.append(f"  {name:<9}{counters['frames_out']} frames forwarded, dropped {counters.get('dropped', {})}")
+            lines.append(f"  {name:<10}{counters['frames_out']} frames forwarded, dropped {counters.get('dropped', {})}")
     lines.append(f"  folder   {result.run_dir}")
     return "\n".join(lines)
 

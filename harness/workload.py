@@ -93,7 +93,7 @@ def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: s
     legs = 2 if workload.name == "rr" else 1
     proc = rig.namespace.run(argv, timeout=_budget(workload, legs), check=False)
     (rig.run_dir / log_name).write_text(proc.stdout + proc.stderr)
-    transfers = parse_iperf_csv(proc.stdout, server_port=IPERF_PORT)
+    transfers = parse_iperf_csv(proc.stdout, rig.addresses.device)
     if proc.returncode != 0 or not transfers:
         raise NetreproError(f"iperf against the board failed: {(proc.stderr or proc.stdout).strip()[-200:]}",
                             f"see {rig.run_dir / log_name} and the console log")
@@ -115,7 +115,7 @@ def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
     finally:
         stop_process(server, grace_s=2.0)
         log.close()
-    transfers = [t for t in parse_iperf_csv((rig.run_dir / log_name).read_text(), IPERF_PORT) if t.direction == "tx"]
+    transfers = [t for t in parse_iperf_csv((rig.run_dir / log_name).read_text(), rig.addresses.device) if t.direction == "tx"]
     if not transfers:
         raise NetreproError("the peer's iperf server saw no transfer from the board", f"see {rig.run_dir / log_name}")
     return transfers[0]
@@ -158,11 +158,11 @@ def _wait_listening(rig: Session, port: int, timeout: float = 5.0) -> None:
     raise NetreproError(f"the peer's iperf server is not listening on port {port}", "see the run folder")
 
 
-def parse_iperf_csv(text: str, server_port: int) -> list[Transfer]:
+def parse_iperf_csv(text: str, device_ip: str) -> list[Transfer]:
     """iperf2 `-y C` lines -> one Transfer per connection (per-second figures and the total).
 
-    A line whose remote port is the iperf port was measured by the peer's client (it sent to the
-    board: rx); a line whose local port is the iperf port by the peer's server (it received: tx).
+    iperf2 writes each line as sender address, port, receiver address, port (the server's port
+    last), on the client and the server alike: a line whose sender is the board is tx, else rx.
     Per connection, iperf prints its interval lines and then the whole-test line (0.0-end) last.
     """
     rows: dict[tuple[str, str], list[tuple[float, float, int, int]]] = {}
@@ -170,11 +170,9 @@ def parse_iperf_csv(text: str, server_port: int) -> list[Transfer]:
         cols = line.strip().split(",")
         if len(cols) < 9 or not cols[0].isdigit() or "-" not in cols[6]:
             continue
-        local_port, remote_port = cols[2], cols[4]
-        direction = "rx" if remote_port == str(server_port) else "tx" if local_port == str(server_port) else ""
-        if direction:
-            start, end = (float(x) for x in cols[6].split("-"))
-            rows.setdefault((direction, cols[5]), []).append((start, end, int(cols[7]), int(cols[8])))
+        direction = "tx" if cols[1] == device_ip else "rx"
+        start, end = (float(x) for x in cols[6].split("-"))
+        rows.setdefault((direction, cols[5]), []).append((start, end, int(cols[7]), int(cols[8])))
     transfers = []
     for (direction, _), lines in rows.items():
         start, end, nbytes, _bps = lines[-1]

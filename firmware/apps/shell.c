@@ -2,6 +2,12 @@
  * Console shell. Characters come from the board's console ring buffer; a
  * line ends at CR or LF (CRLF counts once). Each command's output is
  * followed by a fresh prompt; errors are one line starting "ERROR: ".
+ *
+ * Lines from background tests (IPERF, DISCARD) never split an echoed command
+ * and never add a prompt, so a program driving the console can keep one
+ * prompt per command: at an idle prompt they are printed at once on a line
+ * of their own; while a command line is being typed they wait and are
+ * printed after that command's output, before its prompt.
  */
 #include <stdarg.h>
 #include <string.h>
@@ -16,6 +22,7 @@
 #define PROMPT    "netrepro> "
 #define LINE_SIZE 128
 #define MAX_ARGS  8
+#define DEFERRED_SIZE 512
 
 struct command {
   const char *name;
@@ -40,8 +47,11 @@ static const struct command commands[] = {
 static char line[LINE_SIZE];
 static size_t line_len;
 static int line_overflow;
-static int prompt_shown;
+static int prompt_shown;   /* waiting for input (no command running) */
+static int on_prompt_line; /* the cursor is on the prompt's line */
 static int last_was_cr;
+static char deferred[DEFERRED_SIZE];
+static size_t deferred_len;
 
 static void cmd_help(int argc, char **argv)
 {
@@ -56,6 +66,7 @@ static void show_prompt(void)
 {
   nr_printf("%s", PROMPT);
   prompt_shown = 1;
+  on_prompt_line = 1;
 }
 
 static int split_args(char *s, char **argv)
@@ -105,6 +116,10 @@ static void end_of_line(void)
   }
   line_len = 0;
   line_overflow = 0;
+  if (deferred_len > 0) {
+    board_console_write(deferred, deferred_len);
+    deferred_len = 0;
+  }
   show_prompt();
 }
 
@@ -151,15 +166,19 @@ void shell_async(const char *fmt, ...)
 {
   va_list ap;
 
-  if (prompt_shown) {
-    nr_printf("\n");
-  }
   va_start(ap, fmt);
-  nr_vprintf(fmt, ap);
-  va_end(ap);
-  if (prompt_shown) {
-    nr_printf("%s%.*s", PROMPT, (int)line_len, line);
+  if (prompt_shown && line_len > 0) {
+    size_t room = sizeof(deferred) - deferred_len;
+    size_t n = (size_t)nr_vsnprintf(&deferred[deferred_len], room, fmt, ap);
+    deferred_len += LWIP_MIN(n, room - 1);
+  } else {
+    if (prompt_shown && on_prompt_line) {
+      nr_printf("\n");
+      on_prompt_line = 0;
+    }
+    nr_vprintf(fmt, ap);
   }
+  va_end(ap);
 }
 
 int shell_parse_u32(const char *s, uint32_t *out)

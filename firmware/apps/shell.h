@@ -12,8 +12,8 @@
 void shell_start(void);
 void shell_poll(void);
 
-/* Prints a complete line (ending in '\n') without corrupting the prompt or
-   the partially typed command line, which are redrawn after it. */
+/* Prints a complete line (ending in '\n') from a background test without
+   splitting a command line that is being typed (see shell.c). */
 void shell_async(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Argument parsing for commands; 1 on success. */

@@ -1,6 +1,10 @@
 /*
  * Board interface: what the apps, the lwIP port and the NIC drivers may use
- * from a board. Each boards/<name>/ folder implements it.
+ * from a board. Each boards/<name>/ folder implements it, and also provides:
+ *  - board.mk setting CPU_FLAGS, BOARD_SRCS and BOARD_LDSCRIPT,
+ *  - a vector table that sends NIC_IRQ (board_config.h) to nic_irq_handler(),
+ *  - a linker script that INCLUDEs memory.ld and places the NOLOAD section
+ *    .bulk (lwIP's heap and pools, see port/arch/cc.h) in a large region.
  */
 #ifndef NR_BOARD_H
 #define NR_BOARD_H

@@ -1,6 +1,6 @@
 /*
- * Console printf. Output is collected in a small buffer and written to the
- * board console in pieces, so a line costs few driver calls.
+ * printf for the console (collected in a small buffer and written in pieces,
+ * so a line costs few driver calls) and for strings.
  */
 #include <stdint.h>
 #include <stddef.h>
@@ -9,10 +9,14 @@
 #include "nr_printf.h"
 #include "nr_board.h"
 
+/* Output goes either to the console, through buf in pieces, or into a
+   caller's string, truncated at size. */
 struct out {
-  char buf[64];
+  char *buf;
+  size_t size;
   size_t len;
   int total;
+  int console;
 };
 
 static void out_flush(struct out *o)
@@ -23,11 +27,14 @@ static void out_flush(struct out *o)
 
 static void out_char(struct out *o, char c)
 {
-  if (o->len == sizeof(o->buf)) {
+  o->total++;
+  if (o->len == o->size) {
+    if (!o->console) {
+      return;
+    }
     out_flush(o);
   }
   o->buf[o->len++] = c;
-  o->total++;
 }
 
 static void out_repeat(struct out *o, char c, int n)
@@ -218,9 +225,8 @@ static void out_conversion(struct out *o, char conv, struct spec *sp,
   }
 }
 
-int nr_vprintf(const char *fmt, va_list ap)
+static void format(struct out *o, const char *fmt, va_list ap)
 {
-  struct out o = { .len = 0, .total = 0 };
   va_list args;
 
   va_copy(args, ap);
@@ -229,7 +235,7 @@ int nr_vprintf(const char *fmt, va_list ap)
     enum length len;
 
     if (*fmt != '%') {
-      out_char(&o, *fmt++);
+      out_char(o, *fmt++);
       continue;
     }
     fmt = parse_spec(fmt + 1, &sp, &args);
@@ -237,10 +243,29 @@ int nr_vprintf(const char *fmt, va_list ap)
     if (*fmt == '\0') {
       break;
     }
-    out_conversion(&o, *fmt++, &sp, len, &args);
+    out_conversion(o, *fmt++, &sp, len, &args);
   }
   va_end(args);
+}
+
+int nr_vprintf(const char *fmt, va_list ap)
+{
+  char piece[64];
+  struct out o = { .buf = piece, .size = sizeof(piece), .console = 1 };
+
+  format(&o, fmt, ap);
   out_flush(&o);
+  return o.total;
+}
+
+int nr_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+{
+  struct out o = { .buf = buf, .size = size > 0 ? size - 1 : 0, .console = 0 };
+
+  format(&o, fmt, ap);
+  if (size > 0) {
+    buf[o.len] = '\0';
+  }
   return o.total;
 }
 
