@@ -47,6 +47,7 @@ WIRE_BITS = (FRAME + 24) * 8
 OFFER = 0.98
 QUEUE = 10000
 RATES_MBPS = [50, 100, 150, 200, 300, 400, 500, 600, 800, 1000]
+DELAY_RUNS = 5
 
 
 def traffic_tool() -> Path:
@@ -223,6 +224,20 @@ def delay_run(frames: int, link_args: list[str]) -> dict[str, Any]:
         "error_kernel_rx_stamp": summary(both_kernel) if both_kernel else None,
         "link_late_us_max": max(r["counters"].to_peer.late_us_max, r["counters"].to_device.late_us_max),
         "link_cpu_fraction": round(r["link_cpu_s"] / r["wall_s"], 3),
+        "loadavg_1min": round(os.getloadavg()[0], 2),
+        "raw_error_us": both_user,
+    }
+
+
+def delay_series(runs: int, frames: int, link_args: list[str]) -> dict[str, Any]:
+    """Several delay runs: each run's figures, and all errors pooled."""
+    results = [delay_run(frames, link_args) for _ in range(runs)]
+    pooled = [e for r in results for e in r.pop("raw_error_us")]
+    return {
+        "runs": results,
+        "pooled": summary(pooled),
+        "median_of_run_medians_us": round(statistics.median(r["error"]["median_us"] for r in results), 2),
+        "median_of_run_p99s_us": round(statistics.median(r["error"]["p99_us"] for r in results), 2),
     }
 
 
@@ -249,7 +264,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="shorter runs (a smoke test of the benchmark)")
     args = parser.parse_args()
     seconds = 0.5 if args.quick else 2.0
-    delay_frames = 300 if args.quick else 1500
+    delay_frames = 300 if args.quick else 1000
 
     result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": machine()}
     print(f"machine: {result['machine']}", flush=True)
@@ -287,15 +302,23 @@ def main() -> int:
         "steps": steps,
     }
 
-    delay = delay_run(delay_frames, [])
-    no_spin = delay_run(delay_frames, ["--spin-us", "0"])
+    delay = delay_series(DELAY_RUNS, delay_frames, [])
+    no_spin = delay_series(2, delay_frames, ["--spin-us", "0"])
     result["delay"] = delay
     result["delay_without_spin"] = no_spin
-    for name, d in (("delay (default)", delay), ("delay (--spin-us 0)", no_spin)):
-        e = d["error"]
+    for name, series in (("delay (default)", delay), ("delay (--spin-us 0)", no_spin)):
+        for i, d in enumerate(series["runs"]):
+            e, k = d["error"], d["error_kernel_rx_stamp"] or {}
+            print(
+                f"{name} run {i + 1}: error median {e['median_us']} us, p99 {e['p99_us']} us, "
+                f"max {e['max_us']} us, min {e['min_us']} us over {e['n']} frames (kernel rx stamp: median "
+                f"{k.get('median_us')} us, p99 {k.get('p99_us')} us); link late max {d['link_late_us_max']} us; "
+                f"link CPU {d['link_cpu_fraction'] * 100:.1f}%; load {d['loadavg_1min']}",
+                flush=True,
+            )
+        p = series["pooled"]
         print(
-            f"{name}: error median {e['median_us']} us, p99 {e['p99_us']} us, max {e['max_us']} us, "
-            f"min {e['min_us']} us over {e['n']} frames; link CPU {d['link_cpu_fraction'] * 100:.1f}%",
+            f"{name} pooled: median {p['median_us']} us, p99 {p['p99_us']} us, max {p['max_us']} us",
             flush=True,
         )
     result["targets"] = {
@@ -304,8 +327,9 @@ def main() -> int:
         "delay_error_p99_us": 300,
         "met": {
             "rate": best >= 100,
-            "median": delay["error"]["median_us"] < 50,
-            "p99": delay["error"]["p99_us"] < 300,
+            "median": delay["pooled"]["median_us"] < 50,
+            "p99": delay["pooled"]["p99_us"] < 300,
+            "p99_median_of_runs": delay["median_of_run_p99s_us"] < 300,
         },
     }
 
@@ -329,8 +353,9 @@ def markdown(r: dict[str, Any]) -> str:
         f"## Forwarding: {FRAME}-byte frames, both directions at once",
         "",
         f"Highest rate passed: **{t['max_rate_mbps_each_way']} Mbit/s each way** "
-        f"(offered {int(OFFER * 100)} % of the rate, queue {QUEUE} frames, {t['seconds_per_step']} s per step; "
-        "pass = every frame delivered in order, no drop, >= 97 % of the offered rate).",
+        f"(offered {int(OFFER * 100)} % of the rate, queue {QUEUE} frames, "
+        f"{t['seconds_per_step']} s per step; pass = every frame delivered in order, no drop, "
+        ">= 97 % of the offered rate).",
         "",
         "| rate each way | result | achieved to_peer / to_device | link CPU | per frame | generator CPU |",
         "|---|---|---|---|---|---|",
@@ -348,26 +373,41 @@ def markdown(r: dict[str, Any]) -> str:
         "## Added delay: 2.75 ms one way at 50 Mbit/s, frames spaced 2 ms, both directions",
         "",
         "Error = observed one-way time - (2750 us + 246.08 us serialisation), CLOCK_MONOTONIC before "
-        "send() and after recv() (busy-polling receiver).",
+        "send() and after recv() (busy-polling receiver). Each run: 1000 frames each way. The kernel "
+        "column uses the receiving socket's kernel timestamp instead of recv()'s return (the link alone, "
+        "without the receiver's own scheduling); 'link late' is the link's own worst lateness.",
         "",
-        "| link setting | median | p90 | p99 | max | min | frames | link CPU |",
-        "|---|---|---|---|---|---|---|---|",
+        "| link setting | run | median | p90 | p99 | max | min | kernel median / p99 | link late max | load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, key in (
         ("default (adaptive spin)", "delay"),
         ("`--spin-us 0` (no spin)", "delay_without_spin"),
     ):
-        d = r[key]
-        e = d["error"]
+        for i, d in enumerate(r[key]["runs"]):
+            e, k = d["error"], d["error_kernel_rx_stamp"] or {}
+            lines.append(
+                f"| {name} | {i + 1} | {e['median_us']} us | {e['p90_us']} us | {e['p99_us']} us | "
+                f"{e['max_us']} us | {e['min_us']} us | {k.get('median_us')} / {k.get('p99_us')} us | "
+                f"{d['link_late_us_max']} us | {d['loadavg_1min']} |"
+            )
+        p = r[key]["pooled"]
         lines.append(
-            f"| {name} | {e['median_us']} us | {e['p90_us']} us | {e['p99_us']} us | {e['max_us']} us | "
-            f"{e['min_us']} us | {e['n']} | {d['link_cpu_fraction'] * 100:.1f} % |"
+            f"| {name} | **pooled** | **{p['median_us']} us** | {p['p90_us']} us | **{p['p99_us']} us** | "
+            f"{p['max_us']} us | {p['min_us']} us | | | |"
         )
     met = r["targets"]["met"]
     lines += [
         "",
-        f"Targets: >= 100 Mbit/s each way: {'met' if met['rate'] else 'NOT met'}; median error < 50 us: "
-        f"{'met' if met['median'] else 'NOT met'}; p99 < 300 us: {'met' if met['p99'] else 'NOT met'}.",
+        f"Targets: >= 100 Mbit/s each way: {'met' if met['rate'] else 'NOT met'}; median error < 50 us "
+        f"(pooled): {'met' if met['median'] else 'NOT met'}; p99 < 300 us (pooled): "
+        f"{'met' if met['p99'] else 'NOT met'}; p99 < 300 us (median of the runs' p99s): "
+        f"{'met' if met['p99_median_of_runs'] else 'NOT met'}.",
+        "",
+        "This machine is a 2-vCPU VM shared with other work (QEMU runs of other sessions may be "
+        "running, see the load column); the link runs at SCHED_FIFO 10 as harness.link.Link starts "
+        "it. Tails of several milliseconds that the link itself reports as lateness (while it is a "
+        "real-time task) come from the vCPUs not running, which no user-space link can prevent.",
         "",
     ]
     return "\n".join(lines)

@@ -172,7 +172,8 @@ def format_result(result: RunResult) -> str:
                  f"{_rate(to_device.get('rate_bps'))}, to peer {_rate(to_peer.get('rate_bps'))}")
     for name, counters in result.link_counters.items():
         if isinstance(counters, dict) and "frames_out" in counters:
-            lines.append(f"  {name:<10}{counters['frames_out']} frames forwarded, dropped {counters.get('dropped', {})}")
+            dropped = {k: v for k, v in counters.get("dropped", {}).items() if v}
+            lines.append(f"  {name:<10}{counters['frames_out']} frames forwarded, dropped {dropped or 'none'}")
     lines.append(f"  folder   {result.run_dir}")
     return "\n".join(lines)
 

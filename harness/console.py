@@ -16,7 +16,9 @@ import pexpect
 from harness.errors import NetreproError
 
 PROMPT = "netrepro> "
-BANNER = re.compile(r"netrepro firmware board=(\S+) nic=(\S+) lwip=(\S+) profile=(\S+)")
+BANNER = re.compile(r"netrepro firmware board=(\S+) nic=(\S+) lwip=(\S+) profile=(\S+)\r?\n")
+# Lines the firmware prints by itself when something finishes; they may land inside a command's output.
+_EVENT = re.compile(r"^(IPERF|DISCARD) (.*)$")
 _FAULT = re.compile(r"FAULT[^\r\n]*")
 
 
@@ -47,6 +49,7 @@ class Console:
         self.log_path = log_path
         self.banner: Banner | None = None
         self.boot_seconds: float | None = None
+        self.events: list[Event] = []
 
     def expect(self, pattern: str | re.Pattern[str], timeout: float) -> re.Match[str]:
         """Wait for a regex; a crash, a fault or the timeout is a one-line error naming the log."""
@@ -78,16 +81,33 @@ class Console:
         lines = out.split("\n")
         if lines and lines[0].strip() == line.strip():
             lines = lines[1:]
-        text = "\n".join(lines).strip("\n")
+        text = "\n".join(self._take_events(lines)).strip("\n")
         error = next((ln for ln in text.splitlines() if ln.startswith("ERROR: ")), None)
         if error:
             raise NetreproError(f"firmware refused '{line}': {error[7:]}", f"see {self.log_path}")
         return text
 
-    def wait_event(self, kind: str, timeout: float) -> Event:
-        """Wait for the next `KIND k=v ...` line the firmware prints by itself."""
-        match = self.expect(re.compile(rf"{kind} ([^\r\n]*)\r?\n"), timeout)
-        return Event(kind, dict(re.findall(r"(\w+)=(\S+)", match.group(1))))
+    def _take_events(self, lines: list[str]) -> list[str]:
+        """Keep event lines found in a command's output for wait_event; return the rest."""
+        rest = []
+        for line in lines:
+            match = _EVENT.match(line.strip())
+            if match:
+                self.events.append(_event(match.group(1), match.group(2)))
+            else:
+                rest.append(line)
+        return rest
+
+    def wait_event(self, kind: str, timeout: float, **fields: str) -> Event:
+        """The next `KIND k=v ...` line with these field values that the firmware printed by itself."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for event in self.events:
+                if event.kind == kind and all(event.fields.get(k) == v for k, v in fields.items()):
+                    self.events.remove(event)
+                    return event
+            match = self.expect(re.compile(rf"{kind} ([^\r\n]*)\r?\n"), max(0.0, deadline - time.monotonic()))
+            self.events.append(_event(kind, match.group(1)))
 
     def opts(self) -> dict[str, int]:
         """The effective lwIP options, as the compiler saw them."""
@@ -104,6 +124,10 @@ class Console:
         """Read the interface configuration, or set it when an address is given."""
         line = "ip" if address is None else f"ip {address}/{prefix}" + (f" {gateway}" if gateway else "")
         return dict(re.findall(r"(\w+)=(\S+)", self.command(line)))
+
+
+def _event(kind: str, rest: str) -> Event:
+    return Event(kind, dict(re.findall(r"(\w+)=(\S+)", rest)))
 
 
 def _pairs(text: str) -> dict[str, str]:

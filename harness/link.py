@@ -21,7 +21,10 @@ in tests, a second unix datagram socket) and applies, per direction and in this 
    them, as netem's time-sorted queue does).
 
 Everything is per direction: ``to_device`` is peer -> device, ``to_peer`` device -> peer.
-The capture is taken at the device side of the link.
+The capture is taken at the device side of the link: device -> peer frames are stamped
+when they arrive from the device, peer -> device frames when they are handed to it.
+Dropped frames are in the drops log, not in the capture (except a device -> peer frame
+that the peer socket could not take, which only the test socket mode can produce).
 
 Units follow tc's conventions (see ``parse_time``, ``parse_rate``, ``parse_size``,
 ``parse_percent``).

@@ -108,14 +108,15 @@ def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
         _wait_listening(rig, IPERF_PORT)
         amount = f"-n {workload.bytes}" if workload.bytes else f"-t {workload.seconds:g}"
         rig.console.command(f"iperf client {rig.addresses.peer} -p {IPERF_PORT} {amount}")
-        event = rig.console.wait_event("IPERF", timeout=_budget(workload))
+        event = rig.console.wait_event("IPERF", timeout=_budget(workload), role="client")
         if event.fields.get("report") == "error":
             raise NetreproError(f"the board's iperf client failed: {event.fields}", "see the console log")
         time.sleep(0.5)  # the server prints its summary when the connection closes
     finally:
         stop_process(server, grace_s=2.0)
         log.close()
-    transfers = [t for t in parse_iperf_csv((rig.run_dir / log_name).read_text(), rig.addresses.device) if t.direction == "tx"]
+    seen = parse_iperf_csv((rig.run_dir / log_name).read_text(), rig.addresses.device)
+    transfers = [t for t in seen if t.direction == "tx"]
     if not transfers:
         raise NetreproError("the peer's iperf server saw no transfer from the board", f"see {rig.run_dir / log_name}")
     return transfers[0]

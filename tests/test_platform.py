@@ -49,12 +49,12 @@ def test_missing_field_is_named(tmp_path, n6_text):
 
 def test_missing_section_is_named(tmp_path, n6_text):
     bad = n6_text.replace("[console]", "[consolx]")
-    with pytest.raises(NetreproError, match=r"unknown key 'consolx'|missing section \[console\]"):
+    with pytest.raises(NetreproError, match=r"unknown key 'consolx'|missing section \\[console\\]"):
         load_platform(_write(tmp_path, bad))
 
 
 def test_bad_toml_and_bad_link_preset(tmp_path, n6):
     with pytest.raises(NetreproError, match="not valid TOML"):
         load_platform(_write(tmp_path, "name = "))
-    with pytest.raises(NetreproError, match="no link preset 'lte'.*wifi"):
+    with pytest.raises(NetreproError, match=r"no link preset 'lte'.*wifi"):
         n6.link_preset("lte")

@@ -1,7 +1,8 @@
 /*
  * netrepro-link: the emulated network link between QEMU's NIC (a unix datagram
  * socket) and the TCP peer (a tap device, or a second unix datagram socket for
- * tests).  One process, one thread, no allocation on the idle path.
+ * tests).  One timing thread does all the forwarding; the capture and the drops log
+ * are written by a thread each, so disk I/O never holds up the timing.
  *
  * Per direction ("to_device": peer -> device, "to_peer": device -> peer), every
  * arriving frame goes through, in this order:
@@ -31,12 +32,20 @@
  * device side (device -> peer frames when they arrive from the device socket,
  * peer -> device frames when they are handed to the device socket).  Timestamps are
  * CLOCK_MONOTONIC offset to the wall clock once at start, so they never step.
- * Dropped frames go to the drops log (JSON lines) instead.
+ * Dropped frames go to the drops log (JSON lines) instead; the one exception is a
+ * device -> peer frame that the peer side cannot take when it is due ("unreachable",
+ * possible in the socket mode only): it was captured on arrival and is in both.
  *
  * Timing: CLOCK_MONOTONIC, ppoll with nanosecond timeouts, timer slack 1 ns, and an
  * adaptive, CPU-budgeted spin for the last microseconds before a deadline (the
- * spin margin follows the measured wake-up lateness of ppoll; no spinning at all
- * while nothing is scheduled).
+ * spin margin follows the measured wake-up lateness of ppoll; --spin-budget, default
+ * 15 % of wall time; no spinning at all while nothing is scheduled).  A frame's arrival
+ * time on a unix socket is the kernel's receive timestamp (SO_TIMESTAMPNS), so the
+ * link's own wake-up latency does not shift its schedule; that also lets an input wait
+ * until the next timed wake-up when nothing arriving could be due before it (a wake-up
+ * costs ~20 us of CPU in a VM).  A tap has no such timestamp: its frames are stamped
+ * when read.  --rt-priority asks for SCHED_FIFO, --nice for a better nice value, where
+ * permitted, so that a busy QEMU next to the link does not delay it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1593,8 +1602,11 @@ int main(int argc, char **argv)
     parse_dir_spec("--to-peer", spec_peer, &conf[TO_PEER]);
 
     if (die_with_parent) {
+        /* SIGTERM (not the harness's SIGKILL) so that the capture and stats are still written;
+           a parent that died before this line is caught by comparing the parent's pid */
+        pid_t parent = getppid();
         prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() == 1)
+        if (getppid() != parent)
             return 0;
     }
     prctl(PR_SET_TIMERSLACK, 1UL);
