@@ -312,7 +312,8 @@ def main() -> int:
             print(
                 f"{name} run {i + 1}: error median {e['median_us']} us, p99 {e['p99_us']} us, "
                 f"max {e['max_us']} us, min {e['min_us']} us over {e['n']} frames (kernel rx stamp: median "
-                f"{k.get('median_us')} us, p99 {k.get('p99_us')} us); link late max {d['link_late_us_max']} us; "
+                f"{k.get('median_us')} us, p99 {k.get('p99_us')} us); "
+                f"link late max {d['link_late_us_max']} us; "
                 f"link CPU {d['link_cpu_fraction'] * 100:.1f}%; load {d['loadavg_1min']}",
                 flush=True,
             )
@@ -377,7 +378,7 @@ def markdown(r: dict[str, Any]) -> str:
         "column uses the receiving socket's kernel timestamp instead of recv()'s return (the link alone, "
         "without the receiver's own scheduling); 'link late' is the link's own worst lateness.",
         "",
-        "| link setting | run | median | p90 | p99 | max | min | kernel median / p99 | link late max | load |",
+        "| link setting | run | median | p90 | p99 | max | min | kernel median / p99 | link late | load |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, key in (

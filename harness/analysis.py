@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
+import fcntl
 import math
 import os
 import statistics
@@ -53,11 +55,13 @@ VERDICTS = ("window-limited", "send-buffer-limited", "link-limited", "loss-limit
 LINK_BUSY = 0.85          # goodput >= 85 % of the payload rate the link can carry -> link-limited
 RTO_SHARE = 0.20          # stalls before timeout retransmissions >= 20 % -> loss-limited
 ZERO_WINDOW_SHARE = 0.05  # receiver at zero window >= 5 % -> receiver-limited
-SHRUNK_WINDOW = 0.6       # median advertised window <= 60 % of its maximum = shrinking
+SHRUNK_WINDOW = 0.75      # median advertised window <= 75 % of its largest (or its SYN's) = shrinking
 BLOCKED_SHARE = 0.20      # sender paused at the window / waiting for ACKs >= 20 % of the time
 AT_WINDOW_SEGMENTS = 0.5  # or >= half the segments left less than a segment of window
 BUFFER_BELOW_WINDOW = 0.8  # send buffer: in flight (p95) below 80 % of the window
 RETRANS_SHARE = 0.01      # >= 1 % of data segments retransmitted (and >= 3) -> loss-limited fallback
+QUEUE_RTT_GROWTH = 1.5    # link rate unknown: RTT >= 1.5 x its minimum (a standing queue) and
+SENDER_BUSY = 0.8         # the sender busy >= 80 % of the time -> link-limited
 ETHERNET_OVERHEAD = 24    # preamble, gap and FCS per frame on the wire (as netrepro's link counts)
 ETHERNET_MIN_FRAME = 60
 
@@ -100,6 +104,7 @@ _FIELDS = (
     ("wscale", "tcp.options.wscale.shift"),
     ("sack_perm", "tcp.options.sack_perm"),
     ("tsval", "tcp.options.timestamp.tsval"),
+    ("tsecr", "tcp.options.timestamp.tsecr"),
     ("retrans", "tcp.analysis.retransmission"),
     ("fast", "tcp.analysis.fast_retransmission"),
     ("spurious", "tcp.analysis.spurious_retransmission"),
@@ -185,6 +190,8 @@ def _pyshark_classes():
             parameters = [self._get_tshark_path(), "-n", *self.get_parameters(packet_count=packet_count)]
             popen = subprocess.Popen(parameters, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
+            with contextlib.suppress(OSError):  # a deep pipe: tshark does not wait while rows are parsed
+                fcntl.fcntl(popen.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
             process = PipeProcess(popen, await pipe_reader(self.eventloop, popen.stdout),
                                   await pipe_reader(self.eventloop, popen.stderr))
             self._create_stderr_handling_task(process.stderr)
@@ -300,8 +307,8 @@ class _Seg:
     """The fields of one TCP frame of the chosen connection, as tshark dissected them."""
 
     __slots__ = ("ack", "ack_rtt", "bif", "dupack", "fast", "flags", "irtt", "keepalive", "len", "lost", "mss",
-                 "num", "nxt", "ooo", "retrans", "sack", "scale", "seq", "side", "spurious", "t", "ts", "win",
-                 "winfull", "wscale", "zerowin", "zwp")
+                 "num", "nxt", "ooo", "retrans", "sack", "scale", "seq", "side", "spurious", "t", "ts", "tsecr",
+                 "tsval", "win", "winfull", "wscale", "zerowin", "zwp")
 
 
 def _int(text: str) -> int | None:
@@ -334,6 +341,11 @@ def _pct(values: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _n(count: int, word: str) -> str:
+    """'1 retransmission', '2 retransmissions'."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
@@ -370,6 +382,7 @@ class CaptureAnalysis:
     window_scale: dict[str, int | None] = field(default_factory=lambda: {"device": None, "peer": None})
     window_scaling: str = "unknown"        # "negotiated", "not negotiated", "unknown (SYN not captured)"
     sack_permitted: dict[str, bool | None] = field(default_factory=lambda: {"device": None, "peer": None})
+    syn_window: dict[str, int | None] = field(default_factory=lambda: {"device": None, "peer": None})
     timestamps: dict[str, bool | None] = field(default_factory=lambda: {"device": None, "peer": None})
     # windows
     device_window: WindowStats = field(default_factory=WindowStats)
@@ -459,6 +472,7 @@ class CaptureAnalysis:
             "window_scale": dict(self.window_scale),
             "window_scaling": self.window_scaling,
             "sack_permitted": dict(self.sack_permitted),
+            "syn_window": dict(self.syn_window),
             "timestamps": dict(self.timestamps),
             "device_window": self.device_window.as_dict(),
             "peer_window": self.peer_window.as_dict(),
@@ -625,7 +639,8 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
         if "cut short in the middle of a packet" in message or "damaged or corrupt" in message:
             if not out.rows:
                 raise NetreproError(f"capture {path} is damaged: {message}", "recapture; nothing could be read")
-            result.warnings.append(f"capture file damaged after frame {len(out.rows)}: {message.rstrip('.')}; "
+            what = ("cut short in the middle of frame" if "cut short" in message else "damaged after frame")
+            result.warnings.append(f"capture file {what} {len(out.rows) + 1} (was its writer stopped?); "
                                    f"analysed the {len(out.rows)} complete frames")
         elif "isn't a capture file" in message or "unknown file format" in message.lower():
             raise NetreproError(f"{path} is not a capture file tshark can read",
@@ -731,11 +746,12 @@ def _segments(rows: list[list[str]]) -> tuple[list[_Seg], list[Endpoint]]:
     first, other = _endpoints(rows[0])
     first_key = (first.ip, first.port)
     ci = [c[k] for k in ("num", "t", "flags", "seq", "ack", "tcplen", "nxtseq", "win", "scale", "mss", "wscale",
-                         "sack_perm", "tsval", "retrans", "fast", "spurious", "dupack", "zerowin", "winfull", "ooo",
-                         "lost", "ack_rtt", "bif", "irtt", "keepalive", "zwp", "ip_src", "ip6_src", "sport")]
+                         "sack_perm", "tsval", "tsecr", "retrans", "fast", "spurious", "dupack", "zerowin", "winfull",
+                         "ooo", "lost", "ack_rtt", "bif", "irtt", "keepalive", "zwp", "ip_src", "ip6_src", "sport")]
     for r in rows:
-        (num, t, flags, seq, ack, tlen, nxt, win, scale, mss, wscale, sack, tsval, retrans, fast, spurious, dupack,
-         zerowin, winfull, ooo, lost, ack_rtt, bif, irtt, keepalive, zwp, ip_src, ip6_src, sport) = (r[i] for i in ci)
+        (num, t, flags, seq, ack, tlen, nxt, win, scale, mss, wscale, sack, tsval, tsecr, retrans, fast, spurious,
+         dupack, zerowin, winfull, ooo, lost, ack_rtt, bif, irtt, keepalive, zwp, ip_src, ip6_src,
+         sport) = (r[i] for i in ci)
         s = _Seg()
         s.num = int(num)
         s.t = float(t)
@@ -751,6 +767,8 @@ def _segments(rows: list[list[str]]) -> tuple[list[_Seg], list[Endpoint]]:
         s.wscale = _int(wscale)
         s.sack = bool(sack)
         s.ts = bool(tsval)
+        s.tsval = _int(tsval)
+        s.tsecr = _int(tsecr)
         s.retrans = bool(retrans)
         s.fast = bool(fast)
         s.spurious = bool(spurious)
@@ -802,6 +820,7 @@ def _connection_facts(res: CaptureAnalysis, segs: list[_Seg], ends: list[Endpoin
         setattr(res, f"{side}_mss", s.mss)
         res.window_scale[side] = s.wscale
         res.sack_permitted[side] = s.sack
+        res.syn_window[side] = s.win
         res.timestamps[side] = s.ts
     if res.syn_seen:
         both = res.window_scale["device"] is not None and res.window_scale["peer"] is not None
@@ -929,48 +948,31 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
         top = max(top, s.ack + s.win)
         edges.append(top)
 
-    # ---- RTT
+    # ---- RTT, and how long before each data segment the sender last heard from the receiver (lag)
     sender_near = near == snd
-    release = []  # (t, delay) from the ACK that opened the window for a window-blocked sender
-    e_prev = 0
-    for s in data:
-        if s.retrans:
-            continue
-        k = bisect.bisect_left(edges, s.nxt)
-        if k < len(acks) and acks[k].t <= s.t:
-            before = edges[k - 1] if k > 0 else None
-            if before is not None and before - e_prev < seg_size and s.t - acks[k].t > 0:
-                release.append((s.t, s.t - acks[k].t))
-        e_prev = max(e_prev, s.nxt)
+    irtt = res.initial_rtt_ms / 1e3 if res.initial_rtt_ms is not None else None
+    lags: list[float | None] = [0.0] * len(data)
     if sender_near:
         samples = [(s.t, s.ack_rtt) for s in acks if s.ack_rtt is not None and not s.flags & SYN]
         res.rtt_source = "tshark ack_rtt of the receiver's ACKs (capture at the sender)"
+        res.in_flight_source = "tshark bytes_in_flight (capture at the sender)"
     else:
-        samples = release
-        res.rtt_source = "window release: ACK that opened the window to the data it released (capture at receiver)"
-    if len(samples) < 3 and res.initial_rtt_ms is not None:
-        samples = [*samples, (0.0, res.initial_rtt_ms / 1e3)]
+        samples, lags = _receiver_side_lags(res, data, acks, edges, irtt)
+    if len(samples) < 3 and irtt is not None and not any(v == irtt for _, v in samples):
+        samples = [*samples, (0.0, irtt)]
         res.rtt_source += "; with the handshake's initial RTT (few samples)"
     res.rtt_samples = samples
     rtt = statistics.median(v for _, v in samples) if samples else None
     res.rtt_ms = None if rtt is None else rtt * 1e3
     if rtt is None:
-        res.rtt_source = "none: no ACK RTTs, no window-blocked segments and no handshake"
+        res.rtt_source = "none: no ACK RTTs, no timestamps, no window releases and no handshake"
+    fallback = rtt if rtt is not None else 0.0
+    deltas = [fallback if v is None else v for v in lags]
 
     # ---- the sender's view: in flight and the window it knew of, per data segment
-    if sender_near:
-        delta = 0.0
-        res.in_flight_source = "tshark bytes_in_flight (capture at the sender)"
-    else:
-        delta = _pct([v for _, v in release], 10) if len(release) >= 3 else rtt
-        if delta is None:
-            delta = 0.0
-            res.warnings.append("no RTT estimate: in flight is shown as seen at the capture point (receiver side)")
-        res.in_flight_source = (f"estimated at the receiver: data edge minus the receiver's ACK "
-                                f"{delta * 1e3:.2f} ms (one RTT) earlier")
     in_flight, window, rooms = [], [], []
     high = 0
-    for s in data:
+    for s, delta in zip(data, deltas, strict=True):
         high = max(high, s.nxt)
         k = bisect.bisect_right(ack_t, s.t - delta) - 1
         if k < 0:
@@ -986,25 +988,48 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
     res.in_flight_stats = {"min": min(flights, default=None), "median": _pct(flights, 50),
                            "p95": _pct(flights, 95), "max": max(flights, default=None)}
 
-    # ---- goodput: first transmissions of payload, per interval and in total
+    # ---- goodput: payload delivered once (retransmissions excluded), per interval and in total.
+    # At the receiver's side that is the first arrival of each byte; at the sender's side the
+    # capture shows data when it leaves (before the link's queue), so delivery is read from the
+    # receiver's cumulative ACKs instead.
     new = [s for s in data if not s.retrans]
     res.payload_bytes = sum(s.len for s in new)
     res.retransmitted_bytes = sum(s.len for s in data if s.retrans)
-    first, last = data[0].t, data[-1].t
+    first = data[0].t
+    delivered: list[tuple[float, int]] = []
+    if sender_near:
+        base = min(s.seq for s in data)
+        top = max(s.nxt for s in data)
+        done_to = base
+        for a in acks:
+            if a.t >= first and a.ack > done_to:
+                delivered.append((a.t, min(a.ack, top) - done_to))
+                done_to = min(a.ack, top)
+        res.evidence["goodput_from"] = "receiver's ACKs (capture at the sender)"
+    if not delivered:
+        delivered = [(s.t, s.len) for s in new]
+        res.evidence["goodput_from"] = "first arrivals of payload"
+    last = delivered[-1][0]
     res.transfer_s = last - first
     span = res.transfer_s if res.transfer_s > 0 else None
-    res.goodput_mbps = res.payload_bytes * 8 / span / 1e6 if span else None
+    total = sum(n for _, n in delivered)
+    res.goodput_mbps = total * 8 / span / 1e6 if span else None
     bins: dict[int, int] = {}
-    for s in new:
-        k = int(s.t // res.interval_s)
-        bins[k] = bins.get(k, 0) + s.len
+    for t, n in delivered:
+        k = int(t // res.interval_s)
+        bins[k] = bins.get(k, 0) + n
     end = segs[-1].t
-    if bins:
-        res.goodput = []
-        for k in range(min(bins), max(bins) + 1):
-            start = k * res.interval_s
-            length = min(res.interval_s, end - start) if k == max(bins) else res.interval_s
-            res.goodput.append((start, bins.get(k, 0) * 8 / max(length, 1e-9) / 1e6))
+    # intervals from the connection's start; a last one shorter than a quarter is left out of the series
+    res.goodput = []
+    for k in range(0, max(bins) + 1):
+        start = k * res.interval_s
+        length = min(res.interval_s, end - start)
+        if length < res.interval_s / 4 and k == max(bins) and k > 0:
+            break
+        res.goodput.append((start, bins.get(k, 0) * 8 / max(length, 1e-9) / 1e6))
+    slack = res.interval_s / 20
+    inside = [v for t, v in res.goodput if t >= first - slack and t + res.interval_s <= last + slack]
+    res.evidence["steady_goodput_mbps"] = _r(statistics.median(inside)) if inside else None
 
     # ---- pauses of the sender and what each one waited for
     gaps = [(data[i].t, data[i + 1].t - data[i].t, i) for i in range(len(data) - 1)]
@@ -1031,6 +1056,7 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
         if room is not None and room < seg_size:
             shares["window"] += g
             continue
+        delta = deltas[i + 1]
         k = bisect.bisect_right(ack_t, nxt.t - delta) - 1
         restart = (nxt.t - delta) - acks[k].t if k >= 0 else None
         clocked = restart is not None and restart <= max(0.5e-3, 0.1 * g) and acks[k].t > data[i].t - delta
@@ -1038,8 +1064,9 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
             shares["ack_wait"] += g
         else:
             shares["sender_paced"] += g
-    if span:
-        res.pause_shares = {k: v / span for k, v in shares.items()}
+    send_span = data[-1].t - data[0].t
+    if send_span > 0:
+        res.pause_shares = {k: v / send_span for k, v in shares.items()}
     at_window = sum(1 for r in rooms if r < 2 * seg_size)
     res.evidence["segments_at_window"] = round(at_window / len(rooms), 3) if rooms else None
 
@@ -1061,7 +1088,67 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
     res.evidence["zero_window_s"] = round(zero_time, 6)
 
 
+def _receiver_side_lags(res: CaptureAnalysis, data: list[_Seg], acks: list[_Seg], edges: list[int],
+                        irtt: float | None) -> tuple[list[tuple[float, float]], list[float | None]]:
+    """Capture at the receiver: when did the sender last hear from it, before each data segment?
+
+    With timestamps, the segment's TSecr names the receiver's TSval the sender had seen: the lag
+    is the time since the receiver sent that TSval (middle of its first and last use). Without,
+    the lag is the window release delay: the time since the first ACK whose window allowed the
+    segment. That is the RTT when the sender waits for the window (it sends the moment the ACK
+    arrives) and longer when something else held it, so it is used only when its 10th percentile
+    is within 3 x the handshake RTT + 1 ms.
+    """
+    lags: list[float | None] = [None] * len(data)
+    ts_seen: dict[int, list[float]] = {}
+    for a in acks:
+        if a.tsval is not None:
+            ts_seen.setdefault(a.tsval, [a.t, a.t])[1] = a.t
+    if ts_seen:
+        samples = []
+        for i, s in enumerate(data):
+            span = ts_seen.get(s.tsecr) if s.tsecr is not None else None
+            if span is None or span[0] > s.t:
+                continue
+            lag = s.t - (span[0] + min(span[1], s.t)) / 2
+            lags[i] = lag
+            if not s.retrans:
+                samples.append((s.t, lag))
+        if len(samples) >= 3:
+            res.rtt_source = "timestamp echo: data's TSecr back to the receiver's segment with that TSval"
+            res.in_flight_source = ("estimated at the receiver: data edge minus the receiver's ACK the sender "
+                                    "had seen (timestamp echo)")
+            return samples, lags
+    release = []
+    for i, s in enumerate(data):
+        k = bisect.bisect_left(edges, s.nxt)
+        if k < len(acks) and acks[k].t <= s.t:
+            lags[i] = s.t - acks[k].t
+            if not s.retrans:
+                release.append((s.t, s.t - acks[k].t))
+    r10 = _pct([v for _, v in release], 10)
+    if r10 is not None and (irtt is None or r10 <= 3 * irtt + 1e-3):
+        res.rtt_source = "window release: ACK that opened the window to the data it released (capture at receiver)"
+        res.in_flight_source = (f"estimated at the receiver: data edge minus the receiver's ACK {r10 * 1e3:.2f} ms "
+                                "(one RTT) earlier")
+        return release, [r10] * len(data)
+    if irtt is not None:
+        if r10 is not None:
+            res.evidence["window_release_ms"] = round(r10 * 1e3, 3)
+        res.rtt_source = "handshake only (no timestamps; the sender did not wait for the window)"
+        res.in_flight_source = (f"estimated at the receiver with the handshake RTT {irtt * 1e3:.2f} ms: a lower "
+                                "bound (no timestamps, RTT under load unknown)")
+        res.warnings.append("in flight at the receiver is a lower bound: no timestamps, and the sender did not "
+                            "wait for the window, so its RTT under load is unknown")
+        return [(0.0, irtt)], [irtt] * len(data)
+    res.rtt_source = "none"
+    res.in_flight_source = "as seen at the capture point (receiver side; no RTT estimate)"
+    res.warnings.append("no RTT estimate: in flight is shown as seen at the receiver")
+    return [], [0.0] * len(data)
+
+
 def _verdict(res: CaptureAnalysis) -> None:
+    """One verdict, checked in this order: link, loss by timeouts, receiver, window, send buffer, loss, unknown."""
     rcv = res.receiver
     wstats = res.window_of(rcv)
     span = res.transfer_s or 0.0
@@ -1079,69 +1166,90 @@ def _verdict(res: CaptureAnalysis) -> None:
     ev = res.evidence
     sh = res.pause_shares
     n_data = len(res.data_segments)
-    ev.update({"goodput_mbps": _r(g), "pause_shares": {k: _r(v) for k, v in sh.items()}})
-    rs = f"{rcv}'s"
     fl = res.in_flight_stats
+    p95 = fl.get("p95")
+    rs = f"the {rcv}'s"
     w_txt = f"{wnd:.0f} B" if wnd is not None else "unknown"
     rtt_txt = f"{res.rtt_ms:.2f} ms" if res.rtt_ms else "unknown RTT"
+    base_candidates = [v for _, v in res.rtt_samples] + ([res.initial_rtt_ms / 1e3] if res.initial_rtt_ms else [])
+    base_rtt = min(base_candidates) if base_candidates else None
+    ev["base_rtt_ms"] = _r(base_rtt * 1e3 if base_rtt else None)
+    ev["goodput_mbps"] = _r(g)
+    busy, blocked = sh.get("busy", 0.0), sh.get("window", 0.0)
+    ack_wait, paced = sh.get("ack_wait", 0.0), sh.get("sender_paced", 0.0)
+    at_window = ev.get("segments_at_window") or 0.0
+    zero_s = ev.get("zero_window_s", 0.0)
+    ref_window = max(wstats.max or 0, res.syn_window.get(rcv) or 0)
 
     def done(verdict: str, reason: str) -> None:
         res.verdict, res.verdict_reason = verdict, reason
 
-    if n_data < 10 or not span:
+    if n_data < 10 or not span or g is None:
         return done("unknown", f"too little data to judge ({n_data} data segments)")
-    if res.link_payload_mbps and g is not None and g >= LINK_BUSY * res.link_payload_mbps:
-        return done("link-limited", f"goodput {g:.1f} Mbit/s = {g / res.link_payload_mbps:.0%} of the "
+    # 1. the link: goodput at its payload rate, or (rate unknown) a standing queue with the sender never idle
+    steady = ev.get("steady_goodput_mbps")
+    g_link = max(g, steady or 0.0)
+    if res.link_payload_mbps and g_link >= LINK_BUSY * res.link_payload_mbps:
+        per = f" ({steady:.1f} Mbit/s per {res.interval_s:g} s, median)" if steady and steady > 1.02 * g else ""
+        return done("link-limited", f"goodput {g:.1f} Mbit/s{per} = {g_link / res.link_payload_mbps:.0%} of the "
                     f"{res.link_payload_mbps:.1f} Mbit/s of payload the {res.link_rate_bps / 1e6:g} Mbit/s link "
                     f"carries; {rs} window {w_txt}, RTT {rtt_txt}")
+    at_receiver = res.capture_near == rcv
+    if at_receiver and res.link_rate_bps is None and busy >= SENDER_BUSY:
+        return done("link-limited", f"data arrived back to back {busy:.0%} of the time at {g:.1f} Mbit/s: the "
+                    f"bottleneck upstream never went idle (link rate unknown); {rs} window {w_txt}, RTT {rtt_txt}")
+    queue = rtt is not None and base_rtt and rtt >= QUEUE_RTT_GROWTH * base_rtt
+    if queue and busy >= SENDER_BUSY:
+        rate = "link rate unknown" if res.link_rate_bps is None else f"link {res.link_rate_bps / 1e6:g} Mbit/s"
+        return done("link-limited", f"a queue stood at the bottleneck: RTT grew from {base_rtt * 1e3:.2f} ms to "
+                    f"{rtt_txt} (median) while the sender sent {busy:.0%} of the time without pausing; goodput "
+                    f"{g:.1f} Mbit/s ({rate})")
+    # 2. timeouts
     if res.rto_stall_s >= RTO_SHARE * span:
-        return done("loss-limited", f"{res.rto_retransmissions} retransmissions after timeouts stalled the "
-                    f"sender {res.rto_stall_s:.2f} s of {span:.2f} s ({res.rto_stall_s / span:.0%}); "
-                    f"{res.retransmissions} retransmissions in all")
-    zero_s = ev.get("zero_window_s", 0.0)
-    blocked = sh.get("window", 0.0)
-    at_window = ev.get("segments_at_window") or 0.0
-    window_bound = ((blocked >= BLOCKED_SHARE and blocked >= sh.get("ack_wait", 0.0))
-                    or at_window >= AT_WINDOW_SEGMENTS)
-    shrunk = wstats.max and wnd is not None and wnd <= SHRUNK_WINDOW * wstats.max
+        return done("loss-limited", f"{_n(res.rto_retransmissions, 'retransmission')} after timeouts stalled "
+                    f"the sender {res.rto_stall_s:.2f} s of {span:.2f} s ({res.rto_stall_s / span:.0%}); "
+                    f"{_n(res.retransmissions, 'retransmission')} in all; goodput {g:.1f} Mbit/s")
+    # 3./4. the window: the receiver's (shrinking, zero) or the window as configured
+    window_held = (blocked >= BLOCKED_SHARE and blocked >= ack_wait) or at_window >= AT_WINDOW_SEGMENTS
+    shrunk = bool(ref_window) and wnd is not None and wnd <= SHRUNK_WINDOW * ref_window
     if zero_s >= ZERO_WINDOW_SHARE * span:
-        return done("receiver-limited", f"{rcv} advertised a zero window {res.zero_windows[rcv]} times, "
-                    f"{zero_s:.2f} s of {span:.2f} s ({zero_s / span:.0%}); window {wstats.min}-{wstats.max} B, "
-                    f"median {w_txt}")
-    if window_bound and shrunk:
-        return done("receiver-limited", f"sender held at {rs} window, which shrank: median {w_txt} of its "
-                    f"{wstats.max} B maximum (the receiving application is not keeping up); "
-                    f"paused at the window {blocked:.0%} of the time")
-    bound_txt = (f"; window/RTT = {w_txt} / {rtt_txt} = {res.window_bound_mbps:.1f} Mbit/s"
-                 if res.window_bound_mbps else "")
-    if window_bound:
-        return done("window-limited", f"in flight sat at {rs} advertised window ({w_txt}): {at_window:.0%} of "
-                    f"segments left under 2 segments of window, sender paused at the window {blocked:.0%} of "
-                    f"the time; goodput {g:.1f} Mbit/s{bound_txt}")
-    ack_wait = sh.get("ack_wait", 0.0)
-    p95 = fl.get("p95")
-    if (ack_wait >= BLOCKED_SHARE and p95 is not None and wnd
-            and p95 < BUFFER_BELOW_WINDOW * wnd):
+        n = res.zero_windows[rcv]
+        return done("receiver-limited", f"{rcv} advertised a zero window {_n(n, 'time')}, "
+                    f"closed {zero_s:.2f} s of {span:.2f} s ({zero_s / span:.0%}); window {wstats.min}-"
+                    f"{wstats.max} B, median {w_txt}; goodput {g:.1f} Mbit/s")
+    held = (f"{at_window:.0%} of segments left under 2 segments of window, sender paused at the window "
+            f"{blocked:.0%} of the time")
+    if window_held and shrunk:
+        return done("receiver-limited", f"sender held at {rs} window, which shrank: median {w_txt} of "
+                    f"{ref_window} B (the receiving application is not keeping up); {held}; goodput {g:.1f} Mbit/s")
+    if window_held:
+        bound_txt = (f"; window/RTT = {w_txt} / {rtt_txt} = {res.window_bound_mbps:.1f} Mbit/s"
+                     if res.window_bound_mbps else "")
+        return done("window-limited", f"in flight sat at {rs} advertised window ({w_txt}): {held}; goodput "
+                    f"{g:.1f} Mbit/s{bound_txt}")
+    # 5. the sender's buffer: in flight well below the window, idle until ACKs come back
+    if ack_wait >= BLOCKED_SHARE and p95 is not None and wnd and p95 < BUFFER_BELOW_WINDOW * wnd:
         return done("send-buffer-limited", f"in flight peaks at {fl['max']} B (p95 {p95:.0f} B), below {rs} "
-                    f"window {w_txt}; sender idle waiting for ACKs {ack_wait:.0%} of the time "
+                    f"window {w_txt}; the sender sat idle waiting for ACKs {ack_wait:.0%} of the time "
                     f"({len(res.idle_gaps)} pauses); goodput {g:.1f} Mbit/s")
+    # 6. frequent retransmissions with the window open
     sender_retrans = sum(1 for *_, re in res.data_segments if re)
     if sender_retrans >= 3 and sender_retrans >= RETRANS_SHARE * n_data:
         return done("loss-limited", f"{sender_retrans} of {n_data} data segments retransmitted "
                     f"({res.fast_retransmissions} fast, {res.rto_retransmissions} after timeouts) with the "
                     f"window open; goodput {g:.1f} Mbit/s")
-    paced = sh.get("sender_paced", 0.0)
-    busy = sh.get("busy", 0.0)
     if paced >= BLOCKED_SHARE:
-        why = (f"sender paused {paced:.0%} of the time with the window open and not waiting for ACKs "
-               f"(application, CPU or memory pacing); in flight p95 {p95 or 0:.0f} B of {w_txt}")
+        why = (f"the sender paused {paced:.0%} of the time with the window open and not waiting for ACKs "
+               f"(application, CPU or memory pacing); in flight p95 {p95 or 0:.0f} B of {w_txt}; "
+               f"goodput {g:.1f} Mbit/s")
     elif res.link_rate_bps is None:
-        why = (f"sender busy {busy:.0%} of the time with in flight p95 {p95 or 0:.0f} B below {rs} window "
-               f"{w_txt}: probably the link or congestion control; link rate unknown (pass link_rate_bps)")
+        why = (f"the sender was busy {busy:.0%} of the time with in flight (p95 {p95 or 0:.0f} B) below {rs} "
+               f"window {w_txt} and no standing queue; link rate unknown (give it to test for link-limited); "
+               f"goodput {g:.1f} Mbit/s")
     else:
         why = (f"goodput {g:.1f} Mbit/s is {g / (res.link_payload_mbps or 1):.0%} of the link's payload rate, "
-               f"in flight p95 {p95 or 0:.0f} B below {rs} window {w_txt}, sender busy {busy:.0%} of the time "
-               "(congestion control or pacing)")
+               f"in flight (p95 {p95 or 0:.0f} B) below {rs} window {w_txt}, sender busy {busy:.0%} of the "
+               "time (congestion control or pacing)")
     return done("unknown", why)
 
 

@@ -18,7 +18,7 @@ from qemu.qmp.legacy import QEMUMonitorProtocol
 from harness.console import Console
 from harness.errors import NetreproError
 from harness.platform import Platform
-from harness.process import die_with_parent
+from harness.process import die_with_parent_favoured
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class QemuEngine:
         (self.run_dir / "qemu-cmdline.txt").write_text(" ".join(argv) + "\n")
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
         self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8", codec_errors="replace",
-                                   timeout=timeout, preexec_fn=die_with_parent, echo=False)
+                                   timeout=timeout, preexec_fn=die_with_parent_favoured, echo=False)
         self.child.logfile_read = log
         self.child.delaybeforesend = None
         self.qmp = self._connect_qmp(timeout)

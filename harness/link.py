@@ -237,6 +237,8 @@ class Direction:
     drop: tuple[str, ...] = ()
     reorder: bool = False
     jitter_dist: str = "uniform"
+    pace_bps: int = 0  # the receiving NIC's wire: frames are handed over no faster (0: off)
+    pace_burst_frames: int = 0  # full frames it may take back to back
 
     def __post_init__(self) -> None:
         for name in ("delay_s", "jitter_s", "loss"):
@@ -245,7 +247,7 @@ class Direction:
                 raise NetreproError(f"bad link {name} {value!r}", "give a finite value >= 0")
         if self.loss > 1:
             raise NetreproError(f"bad link loss {self.loss!r}", "give a fraction from 0 to 1")
-        for name in ("rate_bps", "burst_bytes", "limit_packets", "limit_bytes"):
+        for name in ("rate_bps", "burst_bytes", "limit_packets", "limit_bytes", "pace_bps", "pace_burst_frames"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise NetreproError(f"bad link {name} {value!r}", "give a whole number >= 0")
@@ -288,6 +290,8 @@ class Direction:
             "ge=" + (",".join(_fmt_float(v) for v in self.gemodel) if self.gemodel else ""),
             "drop=" + ",".join(self.drop),
             f"reorder={int(self.reorder)}",
+            f"pace_bps={self.pace_bps}",
+            f"pace_burst={self.pace_burst_frames}",
         ]
         return ",".join(parts)
 
@@ -306,6 +310,8 @@ class Direction:
             else None,
             "drop": list(self.drop),
             "reorder": self.reorder,
+            "pace_bps": self.pace_bps,
+            "pace_burst_frames": self.pace_burst_frames,
             "ethernet_overhead_bytes": ETHERNET_OVERHEAD,
         }
 
@@ -534,6 +540,12 @@ class LinkSpec:
             to_peer=dataclasses.replace(self.to_peer, **peer),
             seed=new_seed,
             snaplen=self.snaplen if snaplen is None else parse_size(snaplen, "snaplen"),
+        )
+
+    def paced_to_device(self, rate_bps: int, burst_frames: int) -> LinkSpec:
+        """The same link, handing frames to the device no faster than its NIC's wire takes them."""
+        return dataclasses.replace(
+            self, to_device=dataclasses.replace(self.to_device, pace_bps=rate_bps, pace_burst_frames=burst_frames)
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -29,7 +29,8 @@ _SCHEMA: dict[str, dict[str, bool]] = {
     "firmware": {"board": True, "nic": True, "toolchain": True, "cpu_hz": True},
     "memory": {"code": True, "data": True, "bulk": False},
     "console": {"device": True, "base": True, "serial": False},
-    "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False},
+    "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False, "wire_rate": False,
+            "rx_burst_frames": False},
     "links": {},
     "profiles": {"default": True, "known": True},
 }

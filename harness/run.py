@@ -17,7 +17,7 @@ from harness.errors import NetreproError
 from harness.link import LinkSpec
 from harness.platform import Platform
 from harness.progress import Progress
-from harness.session import Session
+from harness.session import Session, device_paced
 from harness.workload import Transfer, Workload, run_workload
 
 
@@ -68,7 +68,7 @@ def execute(platform: Platform, firmware: Firmware, link: LinkSpec, workload: Wo
     """Run one workload on a freshly booted board; the result is saved even when the run fails."""
     progress = progress or Progress(quiet=True)
     result = RunResult(platform=platform.name, profile=firmware.profile.name, lwip_version=firmware.lwip_version,
-                       link=link.as_dict(), workload=workload.describe(), run_dir=str(run_dir),
+                       link=device_paced(link, platform).as_dict(), workload=workload.describe(), run_dir=str(run_dir),
                        capture=str(run_dir / "capture.pcap"), console_log=str(run_dir / "console.log"))
     (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
     rig = Session(platform, firmware, run_dir, link, progress=progress, boot_timeout=boot_timeout)

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.build import Firmware
 from harness.console import Console
 from harness.engine import NicBackend, QemuEngine
-from harness.link import Link, LinkCounters, LinkSpec
+from harness.link import Link, LinkCounters, LinkSpec, parse_rate
 from harness.peer import TAP_NAME, Addresses, Namespace
 from harness.platform import Platform
 from harness.progress import Progress
@@ -34,6 +34,14 @@ def make_run_dir(root: Path | None, platform: str, profile: str) -> Path:
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def device_paced(spec: LinkSpec, platform: Platform) -> LinkSpec:
+    """The link as run: frames reach the stand-in NIC no faster than its wire, whatever the preset."""
+    nic = platform.nic
+    if "wire_rate" not in nic:
+        return spec
+    return spec.paced_to_device(parse_rate(nic["wire_rate"]), int(nic.get("rx_burst_frames", 0)))
 
 
 class Session:
@@ -70,7 +78,8 @@ class Session:
         nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock")
         self.progress.step("starting the peer namespace and the link")
         self.namespace = Namespace(self.run_dir).start()
-        self.link = Link(self.link_spec, device_sock=nic.remote, device_remote=nic.local, run_dir=self.run_dir,
+        self.link = Link(device_paced(self.link_spec, self.platform), device_sock=nic.remote,
+                         device_remote=nic.local, run_dir=self.run_dir,
                          tap=TAP_NAME, prefix=self.namespace.prefix())
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)

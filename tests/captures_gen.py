@@ -115,6 +115,11 @@ def write_pcap(path: Path, records: list[tuple[float, bytes]], snaplen: int = 26
 # ------------------------------------------------------------------ flow model
 
 
+def _tsval(t: float) -> int:
+    """TCP timestamp value of a 1 ms clock (like Linux's)."""
+    return int(t * 1000) + 1
+
+
 @dataclass
 class Scenario:
     """One bulk TCP transfer. Times in seconds, sizes in bytes, rates in bit/s.
@@ -141,6 +146,7 @@ class Scenario:
     app_pause: tuple[float, float] | None = None  # (start, length): the receiving app stops reading
     ack_every: int = 2                    # receiver ACKs every n-th full segment at once
     delack: float = 0.2                   # delayed-ACK timeout otherwise
+    ack_delay: float = 30e-6              # receiver's processing time before an ACK leaves
     drop: frozenset[int] = frozenset()    # data segments (first transmissions, 0-based) lost on the link
     rto: float = 0.25                     # retransmission timeout (doubles per repeat)
     fast_retransmit: bool = True          # retransmit after three duplicate ACKs
@@ -173,6 +179,7 @@ class _Model:
         self.seg = min(self.mss_opt["snd"], self.mss_opt["rcv"]) - (12 if sc.timestamps else 0)
         self.isn = {self.client: 1_000_000, self.server: 3_000_000_000}
         self.ip_id = {"snd": 0, "rcv": 0}
+        self.ts_recent = {"snd": 0, "rcv": 0}   # last TSval heard from the other side (echoed as TSecr)
         self.link_free = 0.0
         # sender
         self.snd_una = self.snd_nxt = self.snd_max = 0
@@ -205,7 +212,7 @@ class _Model:
         """seq and ack are absolute."""
         other = "rcv" if side == "snd" else "snd"
         if options is None:
-            options = tcp_options(timestamps=(int(t * 1000) + 1, 1)) if self.sc.timestamps else b""
+            options = tcp_options(timestamps=(_tsval(t), self.ts_recent[side])) if self.sc.timestamps else b""
         self.ip_id[side] += 1
         return tcp_frame(self.ip[side], self.ip[other], self.port[side], self.port[other], seq, ack, flags, window,
                          options, payload, self.ip_id[side], ttl=255 if self.ip[side] == DEVICE_IP else 64)
@@ -318,7 +325,7 @@ class _Model:
         arrive = None if lost else end + self.one_way
         self.capture("snd", t, f, arrive)
         if arrive is not None:
-            self.push(arrive, "data", seq, length)
+            self.push(arrive, "data", seq, length, _tsval(t))
         if self.rto_deadline is None:
             self.arm_rto(t)
 
@@ -326,7 +333,9 @@ class _Model:
         self.rto_deadline = t + self.rto_cur
         self.push(self.rto_deadline, "rto", self.rto_deadline)
 
-    def on_ack(self, t: float, ack: int, wnd: int, fin: bool) -> None:
+    def on_ack(self, t: float, ack: int, wnd: int, fin: bool, tsval: int = 0) -> None:
+        if ack >= self.snd_una:
+            self.ts_recent["snd"] = tsval
         if fin:
             f = self.seg_frame("snd", t, self.snd_max + 1)
             self.capture("snd", t, f, t + self.one_way)
@@ -364,13 +373,15 @@ class _Model:
 
     # ------------------------------------------------------------ receiver
 
-    def on_data(self, t: float, seq: int, length: int) -> None:
+    def on_data(self, t: float, seq: int, length: int, tsval: int = 0) -> None:
+        if seq <= self.rcv_nxt:
+            self.ts_recent["rcv"] = tsval
         if seq + length <= self.rcv_nxt:
-            self.send_ack(t)
+            self.send_ack(t + self.sc.ack_delay)
             return
         if seq > self.rcv_nxt:
             self.ooo[seq] = length
-            self.send_ack(t)
+            self.send_ack(t + self.sc.ack_delay)
             return
         hole = bool(self.ooo)
         self.rcv_nxt = seq + length
@@ -380,7 +391,7 @@ class _Model:
             self.unread += length
         self.unacked_segs += 1
         if hole or self.unacked_segs >= self.sc.ack_every or length < self.seg or self.rcv_window() < self.seg:
-            self.send_ack(t)
+            self.send_ack(t + self.sc.ack_delay)
         elif self.delack_at is None:
             self.delack_at = t + self.sc.delack
             self.push(self.delack_at, "delack", self.delack_at)
@@ -397,7 +408,8 @@ class _Model:
         self.adv_edge = self.rcv_nxt + wnd
         f = self.seg_frame("rcv", t, 0, flags)
         self.capture("rcv", t, f, t + self.one_way)
-        self.push(t + self.one_way, "ack", self.rcv_nxt + (1 if flags & FIN else 0), wnd, bool(flags & FIN))
+        self.push(t + self.one_way, "ack", self.rcv_nxt + (1 if flags & FIN else 0), wnd, bool(flags & FIN),
+                  _tsval(t))
 
     def on_fin(self, t: float) -> None:
         self.rcv_fin = True
@@ -427,3 +439,93 @@ def simulate(sc: Scenario) -> list[tuple[float, bytes]]:
 
 def write_scenario(path: Path, sc: Scenario, **pcap_kw) -> Path:
     return write_pcap(path, simulate(sc), **pcap_kw)
+
+
+# ------------------------------------------------------------------ a real Linux transfer
+
+
+def linux_capture_possible() -> str | None:
+    """None if a real capture can be made here (root, ip, tc, iperf, dumpcap), else why not."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    for tool in ("ip", "tc", "iperf", "dumpcap"):
+        if shutil.which(tool) is None:
+            return f"{tool} not installed"
+    return None
+
+
+def linux_capture(path: Path, seconds: float = 2.0, rate: str = "50mbit", device_receives: bool = True,
+                  queue_bytes: int = 64000, snaplen: int = 128) -> Path:
+    """A real Linux TCP transfer (iperf2) through a rate-limited router, captured at the device.
+
+    Three private namespaces: "device" (10.77.0.2), a router, and "peer" (10.77.1.1). A tbf qdisc
+    on the router's interface toward the receiver limits the rate and drops beyond queue_bytes,
+    as a real bottleneck does (no local backpressure to the sender). Segmentation offload is
+    limited to one segment so the capture holds wire-size frames. dumpcap writes a classic pcap
+    at the device's interface. Everything is removed afterwards.
+    """
+    import os
+    import signal
+    import subprocess
+    import time
+
+    path = Path(path)
+    tag = f"nran{os.getpid() % 100000}"
+    dev_ns, rtr_ns, peer_ns = f"{tag}d", f"{tag}r", f"{tag}p"
+    procs: list[subprocess.Popen] = []
+
+    def sh(*args: str, ns: str | None = None) -> None:
+        cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
+        subprocess.run(cmd, check=True, capture_output=True, timeout=60)
+
+    def bg(ns: str, *args: str) -> subprocess.Popen:
+        p = subprocess.Popen(["ip", "netns", "exec", ns, *args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        procs.append(p)
+        return p
+
+    def link(ns_a: str, if_a: str, addr_a: str, ns_b: str, if_b: str, addr_b: str) -> None:
+        sh("ip", "link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b)
+        for ns, ifname, addr in ((ns_a, if_a, addr_a), (ns_b, if_b, addr_b)):
+            sh("ip", "link", "set", ifname, "gso_max_segs", "1", "gso_max_size", "1514", ns=ns)
+            sh("ip", "addr", "add", addr, "dev", ifname, ns=ns)
+            sh("ip", "link", "set", ifname, "up", ns=ns)
+
+    try:
+        for ns in (dev_ns, rtr_ns, peer_ns):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "set", "lo", "up", ns=ns)
+        link(dev_ns, "dev0", "10.77.0.2/24", rtr_ns, "rd0", "10.77.0.254/24")
+        link(peer_ns, "peer0", "10.77.1.1/24", rtr_ns, "rp0", "10.77.1.254/24")
+        sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=rtr_ns)
+        sh("ip", "route", "add", "default", "via", "10.77.0.254", ns=dev_ns)
+        sh("ip", "route", "add", "default", "via", "10.77.1.254", ns=peer_ns)
+        bottleneck = "rd0" if device_receives else "rp0"
+        sh("tc", "qdisc", "add", "dev", bottleneck, "root", "tbf", "rate", rate, "burst", "16kb", "limit",
+           str(queue_bytes), ns=rtr_ns)
+        path.unlink(missing_ok=True)
+        cap = bg(dev_ns, "dumpcap", "-q", "-P", "-i", "dev0", "-s", str(snaplen), "-w", str(path))
+        deadline = time.monotonic() + 10
+        while not (path.exists() and path.stat().st_size >= 24) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        srv_ns, cli_ns = (dev_ns, peer_ns) if device_receives else (peer_ns, dev_ns)
+        server = bg(srv_ns, "iperf", "-s", "-p", "5001")
+        time.sleep(0.3)
+        dst = "10.77.0.2" if device_receives else "10.77.1.1"
+        sh("iperf", "-c", dst, "-p", "5001", "-t", f"{seconds:g}", ns=cli_ns)
+        time.sleep(0.5)
+        for p in (cap, server):
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=10)
+        return path
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        for ns in (dev_ns, rtr_ns, peer_ns):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
