@@ -98,11 +98,24 @@ def test_discard_sends_exactly_the_bytes_asked(n6, after, tmp_path, no_leftovers
     assert last - first == nbytes, "the capture holds exactly the bytes sent"
 
 
-def test_rx_with_a_32_mss_window_reaches_most_of_its_bound(n6, after, tmp_path, no_leftovers):
-    result = execute(n6, after, LINK, Workload("rx", seconds=8, warmup_s=1), tmp_path)
-    conv = conversation(tcp_segments(tmp_path / "capture.pcap"), 5001)
-    rtt = handshake_rtt(conv)
-    window = result.options["TCP_WND"]
-    bound = min(100.0, window * 8 / rtt / 1e6)
-    assert result.throughput_mbps >= 0.8 * bound, (
-        f"rx {result.throughput_mbps:.1f} Mbit/s < 0.8 x min(100, {window} B / {rtt * 1e3:.2f} ms = {bound:.1f})")
+def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no_leftovers):
+    """32*MSS against 16*MSS at RTT 5.5 ms and 100 Mbit/s: the window is what limits rx.
+
+    The bound is min(rate, window / RTT) with the RTT the capture measured. The emulated core
+    receives at most ~65 Mbit/s (benchmarks/results/rx_bound.md), close to the 32*MSS bound,
+    so the test asserts robust shares; the benchmark records the figures.
+    """
+    before = build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree)
+    results = {}
+    for name, firmware in (("before", before), ("after", after)):
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        result = execute(n6, firmware, LINK, Workload("rx", seconds=6), run_dir)
+        rtt = handshake_rtt(conversation(tcp_segments(run_dir / "capture.pcap"), 5001))
+        bound = min(100.0, result.options["TCP_WND"] * 8 / rtt / 1e6)
+        results[name] = (result.throughput_mbps, bound)
+    (small, small_bound), (large, large_bound) = results["before"], results["after"]
+    assert small <= 1.05 * small_bound, f"16*MSS: {small:.1f} Mbit/s cannot beat its bound {small_bound:.1f}"
+    assert small >= 0.6 * small_bound, f"16*MSS: {small:.1f} Mbit/s, bound {small_bound:.1f}"
+    assert large >= 0.6 * large_bound, f"32*MSS: {large:.1f} Mbit/s, bound {large_bound:.1f}"
+    assert large >= 1.25 * small, f"doubling the window: {small:.1f} -> {large:.1f} Mbit/s"

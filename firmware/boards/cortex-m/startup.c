@@ -1,7 +1,8 @@
 /*
- * Vector table and reset handler for mps3-an547 (Cortex-M55, Secure state,
- * SAU off). QEMU's -kernel loads the ELF at its physical (load) addresses, so
- * .data arrives in CODE and is copied to DATA here.
+ * Vector table and reset handler for the Cortex-M boards (mps3-an547: M55,
+ * Secure state, SAU off; mps2-an500: M7). QEMU's -kernel loads the ELF at its
+ * physical (load) addresses, so .data arrives in CODE and is copied to DATA
+ * here. BOARD_NUM_IRQS comes from the board's board_defs.h.
  */
 #include <stdint.h>
 #include <string.h>
@@ -41,13 +42,19 @@ const vector_t vector_table[NUM_VECTORS] = {
 
 void reset_handler(void)
 {
-  /* FP and MVE must be on before any compiler-generated FP/MVE code runs
-     (the copy loops below may be vectorised). */
+  /* The FPU (and on the M55 MVE, which shares CP10/CP11) must be on before
+     any compiler-generated FP/MVE code runs (the copy loops below may be
+     vectorised). */
   SCB_CPACR |= CPACR_CP10_CP11_FULL;
   barrier_dsb_isb();
 
-  /* A stack overflow then faults (STKOF) instead of corrupting .bss. */
+#if defined(__ARM_ARCH_8M_MAIN__)
+  /* A stack overflow then faults (STKOF) instead of corrupting .bss.
+     Armv7-M (the M7) has no MSPLIM: its linker script puts the stack at the
+     bottom of DATA instead, so an overflow leaves RAM rather than running
+     into .bss. */
   __asm volatile("msr msplim, %0" : : "r"(__stack_limit));
+#endif
 
   memcpy(__data_start, __data_load, (size_t)((char *)__data_end - (char *)__data_start));
   memset(__bss_start, 0, (size_t)((char *)__bss_end - (char *)__bss_start));

@@ -1,5 +1,6 @@
 /*
- * mps3-an547 board glue: 1 ms SysTick, interrupt helpers, idle.
+ * Board glue common to the Cortex-M boards: 1 ms SysTick, interrupt helpers,
+ * idle. CPU_HZ (board_config.h) is the clock SysTick counts with CLKSOURCE=1.
  */
 #include "nr_board.h"
 #include "board_defs.h"

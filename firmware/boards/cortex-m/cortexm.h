@@ -1,5 +1,6 @@
 /*
- * Cortex-M system registers used by this board (Armv8-M Mainline, M55).
+ * Cortex-M system registers used by the boards (the same addresses on
+ * Armv7-M, e.g. the M7, and Armv8-M Mainline, e.g. the M55).
  */
 #ifndef BOARD_CORTEXM_H
 #define BOARD_CORTEXM_H
