@@ -132,7 +132,7 @@ def machine() -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0].rstrip(".")
     import pyshark
 
     return {"cpu": cpu, "cpus": os.cpu_count(), "python": platform.python_version(), "tshark": tshark,

@@ -7,7 +7,7 @@ parses a TCP header itself.
 
 How tshark is driven. pyshark's per-packet objects (PDML, JSON or EK) cost tens of microseconds
 each, and pyshark's EK/JSON readers cannot take a ``-e`` field selection (they expect a
-``frame`` layer that field output does not have). ``_TsharkFields`` is therefore a pyshark
+``frame`` layer that field output does not have). ``TsharkFields`` is therefore a pyshark
 ``FileCapture`` that asks tshark for tab-separated fields (``-T fields -e ...``) and reads them
 in large chunks through pyshark's output-parser interface; parameters, preferences and the
 capture loop are pyshark's. tshark itself is started with ``subprocess.Popen`` and its pipes
@@ -23,11 +23,16 @@ server (the side that answered the SYN). ``device_identified_by`` says which rul
 The sender's view. Whether the sender was window-limited is a question about what the sender
 knew when it sent each segment. At the sender's side of the link (device transmits) that is
 what the capture shows, and tshark's ``tcp.analysis.bytes_in_flight`` is used as it is. At the
-receiver's side (device receives) the sender learnt of each ACK one round trip after the
-capture saw it: in flight is then the data's right edge minus the receiver's ACK one RTT
-earlier, and the RTT is measured from the capture as the time between the ACK that opened the
-window for a window-blocked sender and the arrival of the data it released. ``in_flight_source``
-says which was used.
+receiver's side (device receives) the sender learnt of each ACK about one round trip after the
+capture saw it: in flight is then the data's right edge minus the receiver's ACK the sender had
+seen. Which ACK that was comes from TCP timestamps when both sides use them (the data's TSecr
+names it); without them (lwIP's default) from the window release delay, the time between the
+ACK that first allowed a segment and the segment's arrival, which is the RTT when the sender
+waits for the window. ``rtt_source`` and ``in_flight_source`` say which was used.
+
+Goodput counts payload once (retransmissions excluded): first arrivals at the receiver's side,
+the receiver's cumulative ACKs at the sender's side (there the capture sees data before the
+link's queue).
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ import asyncio
 import bisect
 import contextlib
 import fcntl
+import functools
 import math
+import operator
 import os
 import statistics
 import subprocess
@@ -62,6 +69,7 @@ BUFFER_BELOW_WINDOW = 0.8  # send buffer: in flight (p95) below 80 % of the wind
 RETRANS_SHARE = 0.01      # >= 1 % of data segments retransmitted (and >= 3) -> loss-limited fallback
 QUEUE_RTT_GROWTH = 1.5    # link rate unknown: RTT >= 1.5 x its minimum (a standing queue) and
 SENDER_BUSY = 0.8         # the sender busy >= 80 % of the time -> link-limited
+QUEUE_MIN_S = 1e-3        # and the RTT grew by at least 1 ms (and 3 full frames' time on the link)
 ETHERNET_OVERHEAD = 24    # preamble, gap and FCS per frame on the wire (as netrepro's link counts)
 ETHERNET_MIN_FRAME = 60
 
@@ -128,6 +136,7 @@ FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 # ============================================================== tshark through pyshark
 
 
+@functools.cache
 def _pyshark_classes():
     """pyshark's classes, imported on first use (pyshark pulls in lxml and friends)."""
     from pyshark.capture.file_capture import FileCapture
@@ -224,6 +233,7 @@ def _run_tshark(path: Path) -> _TsharkOutput:
 
     def work() -> None:
         loop = asyncio.new_event_loop()
+        capture = None
         try:
             capture = _pyshark_classes()(path, TSHARK_FIELDS, TSHARK_PREFS, loop)
             rows: list[list[str]] = []
@@ -231,6 +241,12 @@ def _run_tshark(path: Path) -> _TsharkOutput:
             box["out"] = _TsharkOutput(rows, capture.returncode or 0, capture.stderr_lines)
         except BaseException as exc:  # handed to the calling thread
             box["error"] = exc
+            if capture is not None:  # do not leave tshark running, nor pyshark's __del__ a closed loop
+                for process in list(capture._running_processes):
+                    process.kill()
+                with contextlib.suppress(Exception):
+                    capture.close()
+                capture._running_processes.clear()
         finally:
             loop.close()
 
@@ -306,7 +322,7 @@ class WindowStats:
 class _Seg:
     """The fields of one TCP frame of the chosen connection, as tshark dissected them."""
 
-    __slots__ = ("ack", "ack_rtt", "bif", "dupack", "fast", "flags", "irtt", "keepalive", "len", "lost", "mss",
+    __slots__ = ("ack", "ack_rtt", "bif", "dupack", "fast", "flags", "flen", "irtt", "keepalive", "len", "lost", "mss",
                  "num", "nxt", "ooo", "retrans", "sack", "scale", "seq", "side", "spurious", "t", "ts", "tsecr",
                  "tsval", "win", "winfull", "wscale", "zerowin", "zwp")
 
@@ -404,6 +420,7 @@ class CaptureAnalysis:
     # throughput
     interval_s: float = 1.0
     goodput: list[tuple[float, float]] = field(default_factory=list)  # (interval start, Mbit/s)
+    delivered: list[tuple[float, int]] = field(default_factory=list, repr=False)  # (t, new bytes) behind goodput
     goodput_mbps: float | None = None
     payload_bytes: int = 0                 # sender's payload, first transmissions only
     retransmitted_bytes: int = 0
@@ -524,8 +541,12 @@ class CaptureAnalysis:
         if self.conn is None:
             raise AssertionError(f"no connection to check in {self.path}: {self.empty_reason}")
 
-    def expect_window(self, side: str, expected: int, min_share: float = 1.0) -> None:
-        """Every ACK of side (or at least min_share of them) advertised exactly `expected` bytes."""
+    def expect_window(self, side: str, expected: int, min_share: float = 0.95) -> None:
+        """At least min_share of side's ACKs (SYNs and RSTs aside) advertised exactly `expected` bytes.
+
+        The default leaves room for a few window updates (e.g. while the application closes);
+        min_share=1.0 asks for every ACK.
+        """
         self._need_connection()
         stats = self.window_of(side)
         if stats.count == 0:
@@ -545,10 +566,10 @@ class CaptureAnalysis:
             msg += "; window scale unknown (SYN not captured), values as sent"
         raise AssertionError(msg)
 
-    def expect_device_window(self, expected: int, min_share: float = 1.0) -> None:
+    def expect_device_window(self, expected: int, min_share: float = 0.95) -> None:
         self.expect_window("device", expected, min_share)
 
-    def expect_peer_window(self, expected: int, min_share: float = 1.0) -> None:
+    def expect_peer_window(self, expected: int, min_share: float = 0.95) -> None:
         self.expect_window("peer", expected, min_share)
 
     def expect_mss(self, device: int | None = None, peer: int | None = None) -> None:
@@ -745,16 +766,18 @@ def _segments(rows: list[list[str]]) -> tuple[list[_Seg], list[Endpoint]]:
     out = []
     first, other = _endpoints(rows[0])
     first_key = (first.ip, first.port)
-    ci = [c[k] for k in ("num", "t", "flags", "seq", "ack", "tcplen", "nxtseq", "win", "scale", "mss", "wscale",
+    ci = [c[k] for k in ("num", "t", "len", "flags", "seq", "ack", "tcplen", "nxtseq", "win", "scale", "mss", "wscale",
                          "sack_perm", "tsval", "tsecr", "retrans", "fast", "spurious", "dupack", "zerowin", "winfull",
                          "ooo", "lost", "ack_rtt", "bif", "irtt", "keepalive", "zwp", "ip_src", "ip6_src", "sport")]
+    pick = operator.itemgetter(*ci)
     for r in rows:
-        (num, t, flags, seq, ack, tlen, nxt, win, scale, mss, wscale, sack, tsval, tsecr, retrans, fast, spurious,
+        (num, t, flen, flags, seq, ack, tlen, nxt, win, scale, mss, wscale, sack, tsval, tsecr, retrans, fast, spurious,
          dupack, zerowin, winfull, ooo, lost, ack_rtt, bif, irtt, keepalive, zwp, ip_src, ip6_src,
-         sport) = (r[i] for i in ci)
+         sport) = pick(r)
         s = _Seg()
         s.num = int(num)
         s.t = float(t)
+        s.flen = int(flen)
         s.side = 0 if ((ip_src or ip6_src), int(sport)) == first_key else 1
         s.flags = int(flags, 16) if flags else 0
         s.seq = int(seq) if seq else 0
@@ -859,13 +882,19 @@ def _connection_facts(res: CaptureAnalysis, segs: list[_Seg], ends: list[Endpoin
 
     # ---- segments per ACK: the other side's data segments per ACK that moved the ACK number
     for side in (0, 1):
-        data_in = sum(1 for s in segs if s.side != side and s.len > 0 and not s.keepalive)
+        data_in = 0
+        data_end = None  # end of the other side's payload so far: ACKs of a bare FIN do not count
         last = None
         advancing = 0
         for s in segs:
-            if s.side != side or not s.flags & ACK or s.flags & SYN:
+            if s.side != side:
+                if s.len > 0 and not s.keepalive:
+                    data_in += 1
+                    data_end = s.nxt if data_end is None else max(data_end, s.nxt)
                 continue
-            if last is not None and s.ack > last:
+            if not s.flags & ACK or s.flags & SYN:
+                continue
+            if last is not None and s.ack > last and data_end is not None and s.ack <= data_end:
                 advancing += 1
             last = s.ack if last is None else max(last, s.ack)
         res.segments_per_ack[name[side]] = round(data_in / advancing, 3) if data_in and advancing else None
@@ -939,6 +968,7 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
     res.mss_used = max(s.len for s in data)
     seg_size = res.mss_used
     res.data_segments = [(s.t, s.seq, s.nxt, s.retrans) for s in data]
+    res.evidence["data_wire_bytes"] = sum(max(s.flen, ETHERNET_MIN_FRAME) + ETHERNET_OVERHEAD for s in data)
     res.receiver_acks = [(s.t, s.ack, s.win) for s in acks]
     ack_t = [s.t for s in acks]
     # running right edge of the receiver's window, as seen at the capture point
@@ -1009,6 +1039,7 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
     if not delivered:
         delivered = [(s.t, s.len) for s in new]
         res.evidence["goodput_from"] = "first arrivals of payload"
+    res.delivered = delivered
     last = delivered[-1][0]
     res.transfer_s = last - first
     span = res.transfer_s if res.transfer_s > 0 else None
@@ -1033,10 +1064,13 @@ def _data_direction(res: CaptureAnalysis, segs: list[_Seg], snd: int, near: int)
 
     # ---- pauses of the sender and what each one waited for
     gaps = [(data[i].t, data[i + 1].t - data[i].t, i) for i in range(len(data) - 1)]
-    spacing = _pct([g for _, g, _ in gaps], 25) or 0.0
-    tau = max(0.5e-3, 2 * spacing, 0.2 * rtt if rtt else 0.0)
+    # a pause is a gap longer than tau: a fifth of the RTT, and more than a frame's time on the link
+    # (with the link rate unknown, twice the shorter gaps between segments stand in for it)
+    tau = max(0.5e-3, 0.2 * rtt if rtt else 0.0)
     if res.link_rate_bps:
         tau = max(tau, 1.5 * (seg_size + 54 + ETHERNET_OVERHEAD) * 8 / res.link_rate_bps)
+    else:
+        tau = max(tau, 2 * (_pct([g for _, g, _ in gaps], 25) or 0.0))
     res.idle_threshold_s = tau
     res.idle_gaps = [(t, g) for t, g, _ in gaps if g >= tau]
     room_at = {}
@@ -1157,8 +1191,8 @@ def _verdict(res: CaptureAnalysis) -> None:
     if wnd is not None and rtt:
         res.window_bound_mbps = wnd * 8 / rtt / 1e6
     if res.link_rate_bps:
-        wire = sum(max(e - s + 54, ETHERNET_MIN_FRAME) + ETHERNET_OVERHEAD for _, s, e, _ in res.data_segments)
-        eff = res.payload_bytes / wire if wire else 1.0
+        wire = res.evidence.get("data_wire_bytes") or 0  # frames of the data direction, with Ethernet's overhead
+        eff = (res.payload_bytes + res.retransmitted_bytes) / wire if wire else 1.0
         res.link_payload_mbps = res.link_rate_bps * eff / 1e6
         link_mbps = res.link_rate_bps / 1e6
         res.bound_mbps = min(link_mbps, res.window_bound_mbps) if res.window_bound_mbps else link_mbps
@@ -1197,8 +1231,11 @@ def _verdict(res: CaptureAnalysis) -> None:
     at_receiver = res.capture_near == rcv
     if at_receiver and res.link_rate_bps is None and busy >= SENDER_BUSY:
         return done("link-limited", f"data arrived back to back {busy:.0%} of the time at {g:.1f} Mbit/s: the "
-                    f"bottleneck upstream never went idle (link rate unknown); {rs} window {w_txt}, RTT {rtt_txt}")
-    queue = rtt is not None and base_rtt and rtt >= QUEUE_RTT_GROWTH * base_rtt
+                    f"bottleneck upstream (the link, or a sender that cannot go faster) never went idle (link rate "
+                    f"unknown); {rs} window {w_txt}, RTT {rtt_txt}")
+    frame_time = (1538 * 8 / res.link_rate_bps) if res.link_rate_bps else 0.0
+    queue = (rtt is not None and base_rtt and rtt >= QUEUE_RTT_GROWTH * base_rtt
+             and rtt - base_rtt >= max(QUEUE_MIN_S, 3 * frame_time))
     if queue and busy >= SENDER_BUSY:
         rate = "link rate unknown" if res.link_rate_bps is None else f"link {res.link_rate_bps / 1e6:g} Mbit/s"
         return done("link-limited", f"a queue stood at the bottleneck: RTT grew from {base_rtt * 1e3:.2f} ms to "
@@ -1271,7 +1308,7 @@ def format_table(analysis: CaptureAnalysis) -> str:
         others = ", ".join(f"{k.stream}: {k.a}->{k.b} {k.payload_bytes} B" for k in a.connections
                            if k.stream != a.conn)[:200]
         lines.append(f"others    {others}")
-    lines.append(f"device    {a.device}  ({a.device_identified_by})")
+    lines.append(f"device    {a.device}: {a.device_identified_by}")
     lines.append(f"peer      {a.peer}; capture next to the {a.capture_near}; data {a.data_direction or 'none'}")
 
     def cell(v: Any) -> str:

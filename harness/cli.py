@@ -11,11 +11,13 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from harness.analysis import format_table, load_capture
 from harness.build import LWIP_TREE_ENV, build_firmware, lwip_tree
 from harness.engine import QemuEngine
 from harness.errors import NetreproError
-from harness.link import LinkSpec, parse_size
+from harness.link import LinkSpec, parse_rate, parse_size
 from harness.platform import load_platform, platform_names
+from harness.plots import plot_capture
 from harness.profile import resolve_profile
 from harness.progress import Progress
 from harness.run import RunResult, execute
@@ -69,7 +71,29 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(func=cmd_run)
+
+    inspect = sub.add_parser("inspect", help="what a capture shows: MSS, windows, RTT, goodput, the bottleneck")
+    inspect.add_argument("capture", type=Path)
+    inspect.add_argument("--conn", type=int, default=None, help="TCP stream number (default: the largest)")
+    inspect.add_argument("--device", default=None, metavar="IP", help="the device's address (default: guessed)")
+    inspect.add_argument("--rate", default=None, help="the link rate of the data direction, e.g. 43mbit")
+    inspect.add_argument("--json", action="store_true")
+    inspect.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG and SVG plots here")
+    inspect.set_defaults(func=cmd_inspect)
     return parser
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    rate = parse_rate(args.rate) if args.rate else None
+    analysis = load_capture(args.capture, device_ip=args.device, conn=args.conn, link_rate_bps=rate)
+    if args.json:
+        print(json.dumps(analysis.summary(), indent=2))
+    else:
+        print(format_table(analysis))
+    if args.plot:
+        for path in plot_capture(analysis, args.plot, title=args.capture.name):
+            print(f"plot: {path}", file=sys.stderr)
+    return 0
 
 
 _LINK_OPTIONS = {
@@ -174,6 +198,13 @@ def format_result(result: RunResult) -> str:
         if isinstance(counters, dict) and "frames_out" in counters:
             dropped = {k: v for k, v in counters.get("dropped", {}).items() if v}
             lines.append(f"  {name:<10}{counters['frames_out']} frames forwarded, dropped {dropped or 'none'}")
+    analysis = result.analysis
+    if analysis.get("verdict"):
+        window = analysis.get("device_window") or {}
+        lines.append(f"  capture  device MSS {analysis.get('device_mss')}, window {window.get('median')} "
+                     f"(min {window.get('min')}, max {window.get('max')}), RTT {analysis.get('rtt_ms')} ms, "
+                     f"bound {analysis.get('bound_mbps')} Mbit/s")
+        lines.append(f"  verdict  {analysis['verdict']}: {analysis.get('verdict_reason', '')}")
     lines.append(f"  folder   {result.run_dir}")
     return "\n".join(lines)
 

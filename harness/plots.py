@@ -117,7 +117,8 @@ def _time_sequence(fig: Figure, a: CaptureAnalysis) -> None:
         ax.set_ylim(bottom=max(0.0, ax.get_ylim()[0]))
         ax.grid(True, alpha=0.3)
     axes[1].set_xlabel(f"time since the connection's first frame (s), as seen next to the {a.capture_near}")
-    axes[0].legend(loc="upper left", fontsize=8)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(loc="upper left", fontsize=8)
 
 
 def _goodput(fig: Figure, a: CaptureAnalysis) -> None:
@@ -125,8 +126,16 @@ def _goodput(fig: Figure, a: CaptureAnalysis) -> None:
     if a.goodput:
         starts = [t for t, _ in a.goodput]
         values = [v for _, v in a.goodput]
-        ax.bar(starts, values, width=a.interval_s * 0.9, align="edge", color=COLOURS["goodput"],
+        ax.bar(starts, values, width=a.interval_s * 0.9, align="edge", color=COLOURS["goodput"], alpha=0.6,
                label=f"goodput per {a.interval_s:g} s")
+    if a.delivered and a.transfer_s:
+        step = a.interval_s / 10
+        bins: dict[int, int] = {}
+        for t, n in a.delivered:
+            bins[int(t // step)] = bins.get(int(t // step), 0) + n
+        ks = range(min(bins), max(bins) + 1)
+        ax.step([k * step for k in ks], [bins.get(k, 0) * 8 / step / 1e6 for k in ks], where="post",
+                color="#222222", linewidth=0.9, alpha=0.8, label=f"per {step * 1e3:g} ms")
     if a.goodput_mbps is not None:
         ax.axhline(a.goodput_mbps, color=COLOURS["goodput"], linestyle=":", linewidth=1.2,
                    label=f"total {a.goodput_mbps:.1f} Mbit/s")
@@ -139,9 +148,10 @@ def _goodput(fig: Figure, a: CaptureAnalysis) -> None:
     ax.set_xlabel("time since the connection's first frame (s)")
     ax.set_ylabel("Mbit/s (payload, retransmissions excluded)")
     tops = [v for _, v in a.goodput] + [a.goodput_mbps or 0, (a.link_rate_bps or 0) / 1e6, a.window_bound_mbps or 0]
-    ax.set_ylim(0, max(max(tops) * 1.15, 1e-3))
+    ax.set_ylim(0, max(max(tops) * 1.3, 1e-3))
     ax.grid(True, axis="y", alpha=0.3)
-    fig.legend(loc="outside lower center", ncols=4, fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(loc="outside lower center", ncols=5, fontsize=8)
 
 
 def _window(fig: Figure, a: CaptureAnalysis) -> None:
@@ -165,7 +175,8 @@ def _window(fig: Figure, a: CaptureAnalysis) -> None:
     ax.grid(True, alpha=0.3)
     source = textwrap.shorten(a.in_flight_source, 110)
     ax.set_title(f"in flight: {source}", fontsize=8.5, loc="left")
-    ax.legend(loc="lower right", fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize=8)
 
 
 __all__ = ["plot_capture"]

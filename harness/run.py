@@ -12,10 +12,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import CaptureAnalysis, load_capture
 from harness.build import Firmware
 from harness.errors import NetreproError
 from harness.link import LinkSpec
 from harness.platform import Platform
+from harness.plots import plot_capture
 from harness.progress import Progress
 from harness.session import Session, device_paced
 from harness.workload import Transfer, Workload, run_workload
@@ -43,6 +45,8 @@ class RunResult:
     link_counters: dict[str, Any] = field(default_factory=dict)
     device_stats: dict[str, int] = field(default_factory=dict)
     boot_seconds: float | None = None
+    analysis: dict[str, Any] = field(default_factory=dict)
+    plots: list[str] = field(default_factory=list)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
     def record(self, transfers: list[Transfer]) -> None:
@@ -90,7 +94,31 @@ def execute(platform: Platform, firmware: Firmware, link: LinkSpec, workload: Wo
         if rig.link_counters is not None:
             result.link_counters = asdict(rig.link_counters)
         result.save()
+    progress.step("analysing the capture")
+    analyse_run(result, rig.addresses.device)
+    result.save()
     return result
+
+
+def analyse_run(result: RunResult, device_ip: str) -> CaptureAnalysis:
+    """Add the capture's analysis and plots to the result of a finished run."""
+    analysis = load_capture(result.capture, device_ip=device_ip, link_rate_bps=data_rate_bps(result))
+    result.analysis = analysis.summary()
+    title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
+             f"rtt {result.link['rtt_s'] * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
+    result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
+    return analysis
+
+
+def data_rate_bps(result: RunResult) -> float | None:
+    """The link rate in the workload's main data direction (pacing into the device included)."""
+    direction = result.link["to_peer" if result.workload["name"] in ("tx", "discard") else "to_device"]
+    rates = [r for r in (direction.get("rate_bps"), direction.get("pace_bps")) if r]
+    return float(min(rates)) if rates else None
+
+
+def _rate_text(bps: float | None) -> str:
+    return f"{bps / 1e6:g} Mbit/s" if bps else "no rate limit"
 
 
 def _amount(workload: Workload) -> str:

@@ -142,6 +142,7 @@ class Scenario:
     timestamps: bool = False              # timestamps by both
     rcv_buf: int = 23360                  # receiver's buffer = its window when the app keeps up
     snd_buf: int | None = None            # cap on the sender's unacknowledged bytes
+    send_cost: float = 0.0                # sender's CPU time per segment (a CPU-bound sender)
     app_read_bps: float | None = None     # receiving app's read rate (None: reads at once)
     app_pause: tuple[float, float] | None = None  # (start, length): the receiving app stops reading
     ack_every: int = 2                    # receiver ACKs every n-th full segment at once
@@ -193,6 +194,8 @@ class _Model:
         self.limit = sc.total_bytes
         self.fin_sent = False
         self.done = False
+        self.next_send = 0.0
+        self.send_pending = False
         # receiver
         self.rcv_nxt = 0
         self.ooo: dict[int, int] = {}
@@ -306,11 +309,21 @@ class _Model:
                 room = min(room, sc.snd_buf - (self.snd_nxt - self.snd_una))
             if room < length:
                 return
+            if sc.send_cost and t < self.next_send:
+                if not self.send_pending:
+                    self.send_pending = True
+                    self.push(self.next_send, "paced")
+                return
+            self.next_send = t + sc.send_cost
             self.transmit(t, self.snd_nxt, length, first=True)
             self.snd_nxt += length
             self.snd_max = max(self.snd_max, self.snd_nxt)
             if self.limit is None and sc.total_bytes is None and t >= self.end_time:
                 return
+
+    def on_paced(self, t: float) -> None:
+        self.send_pending = False
+        self.on_send(t)
 
     def transmit(self, t: float, seq: int, length: int, first: bool) -> None:
         sc = self.sc

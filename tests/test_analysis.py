@@ -143,6 +143,27 @@ def test_assertion_messages_show_what_was_observed(r1):
         a.expect_goodput(at_least=35)
     with pytest.raises(ValueError):
         a.expect_verdict("slow")
+    a.expect_device_window(23360, min_share=1.0)
+
+
+def test_window_expectation_tolerates_a_few_updates(r1):
+    _, a = r1
+    stats = a.device_window
+    saved = stats.values.copy()
+    try:  # two ACKs of another size, as a closing application's window update would give
+        stats.values[23360] -= 2
+        stats.values[21900] += 2
+        a.expect_device_window(23360)
+        with pytest.raises(AssertionError, match=rf"advertised 23360 in {stats.count - 2} of {stats.count} ACKs, "
+                                                 r"expected 23360 in all of them; other values: 21900 x2"):
+            a.expect_device_window(23360, min_share=1.0)
+    finally:
+        stats.values = saved
+
+
+def test_missing_tshark_is_one_line(r1, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    _one_line_error(r1[0], "tshark not found")
 
 
 def test_scaled_window_and_options(scaled):
@@ -217,6 +238,19 @@ def test_send_buffer_limited_transmit(sndbuf):
     assert a.verdict == "send-buffer-limited", a.verdict_reason
     assert "2864" in a.verdict_reason
     assert a.goodput_mbps == pytest.approx(2864 * 8 / (a.rtt_ms / 1e3) / 1e6, rel=0.1)
+
+
+def test_cpu_bound_sender_is_not_blamed_on_window_or_buffer(capdir):
+    """R3: an 8-bit sender needing 2 ms per 536-byte segment on a 10 Mbit/s switch."""
+    sc = Scenario(duration=1.0, sender="device", client="device", device_mss=536, snd_buf=4 * 536, rcv_buf=64240,
+                  peer_wscale=7, rtt=0.0004, rate_bps=10e6, send_cost=0.002)
+    _, a = _load(capdir, "cpu", sc, device_ip=DEVICE_IP, link_rate_bps=10e6)
+    a.expect_mss(device=536, peer=1460)
+    assert a.mss_used == 536
+    assert a.goodput_mbps == pytest.approx(536 * 8 / 0.002 / 1e6, rel=0.05)
+    assert a.verdict == "unknown", a.verdict_reason
+    assert "not waiting for ACKs" in a.verdict_reason
+    assert a.pause_shares["sender_paced"] > 0.9
 
 
 def test_link_limited_with_and_without_the_rate(capdir):

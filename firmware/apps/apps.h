@@ -15,6 +15,7 @@ void cmd_ip(int argc, char **argv);
 void cmd_stats(int argc, char **argv);
 void cmd_iperf(int argc, char **argv);
 void cmd_discard(int argc, char **argv);
+void cmd_sock(int argc, char **argv);
 void cmd_uptime(int argc, char **argv);
 
 void echo_init(void);
@@ -22,5 +23,6 @@ void echo_init(void);
 /* Main-loop hooks of the TCP senders (deadlines, close completion). */
 void iperf_poll(void);
 void discard_poll(void);
+void sockbench_poll(void);
 
 #endif

@@ -58,6 +58,7 @@ int main(void)
     sys_check_timeouts();
     iperf_poll();
     discard_poll();
+    sockbench_poll();
     idle();
   }
 }

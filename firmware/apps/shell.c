@@ -3,7 +3,7 @@
  * line ends at CR or LF (CRLF counts once). Each command's output is
  * followed by a fresh prompt; errors are one line starting "ERROR: ".
  *
- * Lines from background tests (IPERF, DISCARD) never split an echoed command
+ * Lines from background tests (IPERF, DISCARD, SOCK) never split an echoed command
  * and never add a prompt, so a program driving the console can keep one
  * prompt per command: at an idle prompt they are printed at once on a line
  * of their own; while a command line is being typed they wait and are
@@ -21,7 +21,7 @@
 
 #define PROMPT    "netrepro> "
 #define LINE_SIZE 128
-#define MAX_ARGS  8
+#define MAX_ARGS  12 /* sock rx <ip> <port> -t s -r size -d us */
 #define DEFERRED_SIZE 512
 
 struct command {
@@ -39,6 +39,7 @@ static const struct command commands[] = {
   { "stats",   "stats - lwIP and driver counters (key=value)", cmd_stats },
   { "iperf",   "iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes] - iperf2 TCP test", cmd_iperf },
   { "discard", "discard <ip> <bytes> <chunk> - send bytes to TCP port 9 in chunk-sized writes", cmd_discard },
+  { "sock",    "sock tx <ip> <port> (-t sec | -n bytes) [-w size] | sock rx <ip> <port> (-t sec | -n bytes) [-r size] [-d us] - MicroPython-style socket benchmark", cmd_sock },
   { "uptime",  "uptime - milliseconds since boot", cmd_uptime },
 };
 

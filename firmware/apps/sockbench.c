@@ -1,0 +1,437 @@
+/*
+ * "sock": a TCP benchmark that uses lwIP the way MicroPython's socket module
+ * does (extmod/modlwip.c, NO_SYS), so a MicroPython test such as
+ *     while ...: s.write(buf)        or        while ...: s.readinto(buf)
+ * meets the same lwIP calls here as on the board the report measured.
+ *
+ *   sock tx <ip> <port> (-t <sec> | -n <bytes>) [-w <write size>]
+ *   sock rx <ip> <port> (-t <sec> | -n <bytes>) [-r <read size>] [-d <us per read>]
+ *
+ * tx connects to the peer's sink and writes <write size> bytes at a time
+ * (default 1024), each write the way modlwip's send does it:
+ *  - n = min(rest of this write, tcp_sndbuf()); when tcp_sndbuf() is 0, wait
+ *    (the main loop keeps running: RX, timers) until it is at least 16, as
+ *    modlwip does to avoid tiny segments (counted in sndbuf_waits);
+ *  - tcp_write(n, TCP_WRITE_FLAG_COPY); on ERR_MEM (heap, segment pool or
+ *    TCP_SND_QUEUELEN full) call tcp_output() and try again 50 ms later, at
+ *    most 200 times, then give up with ERR_MEM (each wait counts in
+ *    err_mem_waits); after a successful tcp_write, tcp_output().
+ * Writing stops at the first write boundary after -t seconds or once -n bytes
+ * are written; then FIN. ms runs from the connection being established until
+ * our FIN is acknowledged, i.e. until the peer has every byte.
+ *
+ * rx connects to the peer's source, which sends as fast as it can. As in
+ * modlwip, the recv callback only queues the pbufs (chained onto what is
+ * queued) and does not call tcp_recved(): the window opens only as the
+ * application reads. Each read copies up to <read size> bytes (default 1024)
+ * out of the queue, frees the pbufs it emptied and calls
+ * tcp_recved(pcb, copied). -d models the application's own time per read
+ * (MicroPython's interpreter, default 0): the next read starts no earlier than
+ * that many microseconds after the previous one. The main loop, and so lwIP,
+ * keeps running meanwhile, as lwIP runs from interrupts/PendSV under
+ * MicroPython while the interpreter works; the wait has the 1 ms resolution
+ * of the tick, so reads come in bursts with the right average rate.
+ * ms runs from the connection being established until EOF (the peer's FIN,
+ * all data read), -n bytes read, or the -t time limit.
+ *
+ * Result, printed when the test ends (the prompt returns at once):
+ *   SOCK dir=<tx|rx> bytes=<n> ms=<n> kbps=<n> err_mem_waits=<n> sndbuf_waits=<n>
+ *   SOCK dir=<tx|rx> error=<lwIP error name>
+ * kbps is bytes * 8 / ms (k = 1000).
+ */
+#include <string.h>
+
+#include "lwip/pbuf.h"
+#include "lwip/sys.h"
+#include "lwip/tcp.h"
+#include "lwip/priv/tcp_priv.h"
+
+#include "nr_printf.h"
+#include "apps.h"
+#include "shell.h"
+#include "tx_session.h"
+
+#define SOCK_IO_MAX         8192u /* largest write or read size */
+#define SOCK_IO_DEFAULT     1024u
+#define MP_SNDBUF_MIN       16u   /* modlwip: after a full buffer, wait for this much room */
+#define MP_ERR_MEM_WAIT_MS  50u   /* modlwip: mp_hal_delay_ms(50) after ERR_MEM */
+#define MP_ERR_MEM_TRIES    200u  /* modlwip: for (i = 0; i < 200; ++i) */
+
+enum sock_dir { SOCK_TX, SOCK_RX };
+enum sock_state { SOCK_IDLE, SOCK_CONNECTING, SOCK_RUNNING, SOCK_CLOSING };
+
+struct sock_bench {
+  struct tcp_pcb *pcb;
+  enum sock_state state;
+  enum sock_dir dir;
+  uint32_t limit_ms;        /* 0: no time limit */
+  uint32_t limit_bytes;     /* 0: no byte limit */
+  uint32_t io_size;         /* write size (tx) or read size (rx) */
+  uint32_t read_delay_us;
+  uint32_t t_established;
+  uint32_t bytes;
+  uint32_t err_mem_waits;
+  uint32_t sndbuf_waits;
+  /* tx */
+  uint32_t write_left;      /* bytes of the current application write not yet queued */
+  uint32_t mem_tries;       /* ERR_MEM retries of the current tcp_write */
+  uint32_t retry_at;        /* sys_now() of the next try after ERR_MEM */
+  int waiting_mem;
+  int waiting_sndbuf;
+  /* rx */
+  struct pbuf *queue;       /* received, not yet read; first payload starts at the unread byte */
+  int peer_closed;
+  uint64_t app_free_us;     /* the application is busy with its previous read until then */
+};
+
+static struct sock_bench sb;
+static uint8_t io_buf[SOCK_IO_MAX];
+
+static const char *dir_name(void)
+{
+  return sb.dir == SOCK_TX ? "tx" : "rx";
+}
+
+static void detach(void)
+{
+  tcp_arg(sb.pcb, NULL);
+  tcp_recv(sb.pcb, NULL);
+  tcp_err(sb.pcb, NULL);
+  sb.pcb = NULL;
+}
+
+static void drop_queue(void)
+{
+  if (sb.queue != NULL) {
+    pbuf_free(sb.queue);
+    sb.queue = NULL;
+  }
+}
+
+static void report_error(err_t err)
+{
+  shell_async("SOCK dir=%s error=%s\n", dir_name(), tx_err_name(err));
+}
+
+/* Ends the test. A pcb still ours goes back to lwIP: closed after a good
+   test (lwIP resets the connection if received data was left unread, as a
+   MicroPython s.close() would), aborted after an error. */
+static void finish(err_t err)
+{
+  uint32_t ms = sys_now() - sb.t_established;
+
+  if (sb.pcb != NULL) {
+    struct tcp_pcb *pcb = sb.pcb;
+
+    detach();
+    if (err != ERR_OK || tcp_close(pcb) != ERR_OK) {
+      tcp_abort(pcb);
+    }
+  }
+  drop_queue();
+  sb.state = SOCK_IDLE;
+  if (err != ERR_OK) {
+    report_error(err);
+    return;
+  }
+  shell_async("SOCK dir=%s bytes=%lu ms=%lu kbps=%lu err_mem_waits=%lu sndbuf_waits=%lu\n",
+              dir_name(), (unsigned long)sb.bytes, (unsigned long)ms,
+              (unsigned long)tx_kbps(sb.bytes, ms), (unsigned long)sb.err_mem_waits,
+              (unsigned long)sb.sndbuf_waits);
+}
+
+static int time_is_up(void)
+{
+  return sb.limit_ms != 0 && (uint32_t)(sys_now() - sb.t_established) >= sb.limit_ms;
+}
+
+static int bytes_done(void)
+{
+  return sb.limit_bytes != 0 && sb.bytes >= sb.limit_bytes;
+}
+
+/* ---- tx ---------------------------------------------------------------- */
+
+/* lwIP has our FIN acknowledged once the pcb reached FIN_WAIT_2 or TIME_WAIT;
+   a pure ACK calls no callback, so the main loop looks. */
+static int fin_acked(void)
+{
+  return sb.pcb->state == FIN_WAIT_2 || sb.pcb->state == TIME_WAIT;
+}
+
+/* Room in the send buffer as modlwip's send sees it: 0 means "wait". */
+static u16_t tx_room(void)
+{
+  u16_t room = tcp_sndbuf(sb.pcb);
+
+  if (room == 0 || (sb.waiting_sndbuf && room < MP_SNDBUF_MIN)) {
+    if (!sb.waiting_sndbuf) {
+      sb.waiting_sndbuf = 1;
+      sb.sndbuf_waits++;
+    }
+    return 0;
+  }
+  sb.waiting_sndbuf = 0;
+  return room;
+}
+
+/* One tcp_write of modlwip's send. Returns 1 when data was queued, 0 when
+   the application has to wait, or a negative err_t. */
+static int tx_send_once(void)
+{
+  u16_t room = tx_room();
+  u16_t n;
+  err_t err;
+
+  if (room == 0) {
+    return 0;
+  }
+  n = (u16_t)LWIP_MIN(sb.write_left, room);
+  err = tcp_write(sb.pcb, &io_buf[sb.io_size - sb.write_left], n, TCP_WRITE_FLAG_COPY);
+  if (err == ERR_MEM) {
+    if (++sb.mem_tries >= MP_ERR_MEM_TRIES) {
+      return ERR_MEM;
+    }
+    sb.err_mem_waits++;
+    sb.waiting_mem = 1;
+    sb.retry_at = sys_now() + MP_ERR_MEM_WAIT_MS;
+    err = tcp_output(sb.pcb); /* modlwip pushes out what is queued before sleeping */
+    return err == ERR_OK ? 0 : err;
+  }
+  if (err != ERR_OK) {
+    return err;
+  }
+  sb.mem_tries = 0;
+  sb.write_left -= n;
+  sb.bytes += n;
+  err = tcp_output(sb.pcb);
+  return err == ERR_OK ? 1 : err;
+}
+
+static void tx_send_fin(void)
+{
+  err_t err = tcp_shutdown(sb.pcb, 0, 1);
+
+  if (err != ERR_OK) {
+    finish(err);
+    return;
+  }
+  sb.state = SOCK_CLOSING;
+}
+
+/* Application writes until lwIP makes it wait. */
+static void tx_run(void)
+{
+  if (sb.waiting_mem) {
+    if ((int32_t)(sys_now() - sb.retry_at) < 0) {
+      return;
+    }
+    sb.waiting_mem = 0;
+  }
+  for (;;) {
+    int r;
+
+    if (sb.write_left == 0) {
+      if (time_is_up() || bytes_done()) {
+        tx_send_fin();
+        return;
+      }
+      sb.write_left = sb.io_size;
+      if (sb.limit_bytes != 0) {
+        sb.write_left = LWIP_MIN(sb.write_left, sb.limit_bytes - sb.bytes);
+      }
+    }
+    r = tx_send_once();
+    if (r < 0) {
+      finish((err_t)r);
+      return;
+    }
+    if (r == 0) {
+      return;
+    }
+  }
+}
+
+/* ---- rx ---------------------------------------------------------------- */
+
+/* Like modlwip's recv callback: keep the data for the application, and leave
+   the window closed by that much until it is read. */
+static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+  LWIP_UNUSED_ARG(arg);
+  LWIP_UNUSED_ARG(pcb);
+  LWIP_UNUSED_ARG(err);
+  if (p == NULL) {
+    sb.peer_closed = 1;
+  } else if (sb.queue == NULL) {
+    sb.queue = p;
+  } else {
+    pbuf_cat(sb.queue, p);
+  }
+  return ERR_OK;
+}
+
+static int app_busy(void)
+{
+  return sb.read_delay_us != 0 && sb.app_free_us > (uint64_t)sys_now() * 1000u;
+}
+
+/* One application read: copy out, free what was emptied, open the window. */
+static void rx_read_once(void)
+{
+  uint32_t want = sb.io_size;
+  u16_t copied;
+
+  if (sb.limit_bytes != 0) {
+    want = LWIP_MIN(want, sb.limit_bytes - sb.bytes);
+  }
+  copied = pbuf_copy_partial(sb.queue, io_buf, (u16_t)LWIP_MIN(want, sb.queue->tot_len), 0);
+  sb.queue = pbuf_free_header(sb.queue, copied);
+  tcp_recved(sb.pcb, copied);
+  sb.bytes += copied;
+  if (sb.read_delay_us != 0) {
+    uint64_t now_us = (uint64_t)sys_now() * 1000u;
+
+    sb.app_free_us = LWIP_MAX(sb.app_free_us, now_us) + sb.read_delay_us;
+  }
+}
+
+static void rx_run(void)
+{
+  while (sb.queue != NULL && !app_busy() && !bytes_done() && !time_is_up()) {
+    rx_read_once();
+  }
+  if (bytes_done() || time_is_up() || (sb.queue == NULL && sb.peer_closed)) {
+    finish(ERR_OK);
+  }
+}
+
+/* ---- connection -------------------------------------------------------- */
+
+static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+  LWIP_UNUSED_ARG(arg);
+  LWIP_UNUSED_ARG(pcb);
+  LWIP_UNUSED_ARG(err); /* lwIP 2.1 only calls this with ERR_OK */
+  sb.state = SOCK_RUNNING;
+  sb.t_established = sys_now();
+  return ERR_OK;
+}
+
+/* The pcb is already freed here. ERR_CLSD after our FIN means the peer had
+   closed first and has now acknowledged our FIN (end of LAST_ACK): done. */
+static void on_err(void *arg, err_t err)
+{
+  LWIP_UNUSED_ARG(arg);
+  sb.pcb = NULL;
+  finish((sb.state == SOCK_CLOSING && err == ERR_CLSD) ? ERR_OK : err);
+}
+
+void sockbench_poll(void)
+{
+  if (sb.pcb == NULL || sb.state == SOCK_CONNECTING) {
+    return;
+  }
+  if (sb.state == SOCK_CLOSING) {
+    if (fin_acked()) {
+      finish(ERR_OK);
+    }
+  } else if (sb.dir == SOCK_TX) {
+    tx_run();
+  } else {
+    rx_run();
+  }
+}
+
+static err_t start(const ip_addr_t *ip, u16_t port)
+{
+  struct tcp_pcb *pcb = tcp_new_ip_type(IP_GET_TYPE(ip));
+  err_t err;
+
+  if (pcb == NULL) {
+    return ERR_MEM;
+  }
+  sb.pcb = pcb;
+  sb.state = SOCK_CONNECTING;
+  tcp_arg(pcb, NULL);
+  tcp_recv(pcb, on_recv);
+  tcp_err(pcb, on_err);
+  err = tcp_connect(pcb, ip, port, on_connected);
+  if (err != ERR_OK) {
+    detach();
+    tcp_abort(pcb);
+    sb.state = SOCK_IDLE;
+  }
+  return err;
+}
+
+/* ---- command ----------------------------------------------------------- */
+
+#define SOCK_USAGE "usage: sock tx <ip> <port> (-t <sec> | -n <bytes>) [-w <write size>] | " \
+                   "sock rx <ip> <port> (-t <sec> | -n <bytes>) [-r <read size>] [-d <us per read>]"
+
+/* Parses the "-x <value>" options after <port>; 1 on success. */
+static int parse_options(int argc, char **argv, enum sock_dir dir)
+{
+  for (int i = 4; i < argc; i += 2) {
+    uint32_t v;
+
+    if (i + 1 >= argc || argv[i][0] != '-' || argv[i][1] == '\0' || argv[i][2] != '\0' ||
+        !shell_parse_u32(argv[i + 1], &v)) {
+      return 0;
+    }
+    switch (argv[i][1]) {
+    case 't': sb.limit_ms = v * 1000u; break;
+    case 'n': sb.limit_bytes = v; break;
+    case 'w': if (dir != SOCK_TX) { return 0; } sb.io_size = v; break;
+    case 'r': if (dir != SOCK_RX) { return 0; } sb.io_size = v; break;
+    case 'd': if (dir != SOCK_RX) { return 0; } sb.read_delay_us = v; break;
+    default: return 0;
+    }
+  }
+  /* exactly one of -t and -n, each nonzero */
+  return (sb.limit_ms != 0) != (sb.limit_bytes != 0);
+}
+
+static void reset_test(enum sock_dir dir)
+{
+  memset(&sb, 0, sizeof(sb));
+  sb.dir = dir;
+  sb.io_size = SOCK_IO_DEFAULT;
+}
+
+void cmd_sock(int argc, char **argv)
+{
+  enum sock_dir dir;
+  ip4_addr_t ip4;
+  ip_addr_t ip;
+  uint32_t port;
+  err_t err;
+
+  if (sb.state != SOCK_IDLE) {
+    nr_printf("ERROR: sock %s already running\n", dir_name());
+    return;
+  }
+  if (argc < 4 || (strcmp(argv[1], "tx") != 0 && strcmp(argv[1], "rx") != 0) ||
+      !shell_parse_ip4(argv[2], &ip4) || !shell_parse_u32(argv[3], &port) ||
+      port == 0 || port > 0xFFFFu) {
+    nr_printf("ERROR: %s\n", SOCK_USAGE);
+    return;
+  }
+  dir = argv[1][0] == 't' ? SOCK_TX : SOCK_RX;
+  reset_test(dir);
+  if (!parse_options(argc, argv, dir)) {
+    nr_printf("ERROR: %s\n", SOCK_USAGE);
+    return;
+  }
+  if (sb.io_size == 0 || sb.io_size > SOCK_IO_MAX) {
+    nr_printf("ERROR: write/read size must be 1..%u\n", (unsigned)SOCK_IO_MAX);
+    return;
+  }
+  memset(io_buf, 0xA5, sizeof(io_buf));
+  ip_addr_copy_from_ip4(ip, ip4);
+  err = start(&ip, (u16_t)port);
+  if (err != ERR_OK) {
+    report_error(err);
+  }
+}
