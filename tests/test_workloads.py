@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import struct
+import subprocess
 
 import pytest
 
+from harness.analysis import load_capture
 from harness.build import build_firmware
 from harness.link import LinkSpec, read_pcap
 from harness.profile import resolve_profile
@@ -99,23 +101,42 @@ def test_discard_sends_exactly_the_bytes_asked(n6, after, tmp_path, no_leftovers
 
 
 def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no_leftovers):
-    """32*MSS against 16*MSS at RTT 5.5 ms and 100 Mbit/s: the window is what limits rx.
+    """16*MSS against 32*MSS at RTT 5.5 ms and 100 Mbit/s: the capture shows what each advertised.
 
     The bound is min(rate, window / RTT) with the RTT the capture measured. The emulated core
     receives at most ~65 Mbit/s (benchmarks/results/rx_bound.md), close to the 32*MSS bound,
     so the test asserts robust shares; the benchmark records the figures.
     """
     before = build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree)
-    results = {}
-    for name, firmware in (("before", before), ("after", after)):
+    seen = {}
+    for name, firmware, window in (("before", before, 23360), ("after", after, 46720)):
         run_dir = tmp_path / name
         run_dir.mkdir()
         result = execute(n6, firmware, LINK, Workload("rx", seconds=6), run_dir)
+        capture = load_capture(result.capture, device_ip="10.77.0.2", link_rate_bps=100e6)
+        capture.expect_mss(device=1460)
+        capture.expect_no_window_scaling()
+        capture.expect_device_window(window)
+        assert result.analysis["device_window"]["median"] == window
+        assert result.analysis["verdict"] == capture.verdict
         rtt = handshake_rtt(conversation(tcp_segments(run_dir / "capture.pcap"), 5001))
-        bound = min(100.0, result.options["TCP_WND"] * 8 / rtt / 1e6)
-        results[name] = (result.throughput_mbps, bound)
-    (small, small_bound), (large, large_bound) = results["before"], results["after"]
+        seen[name] = (result.throughput_mbps, min(100.0, window * 8 / rtt / 1e6), capture)
+    (small, small_bound, small_capture), (large, large_bound, _) = seen["before"], seen["after"]
+    small_capture.expect_verdict("window-limited")
     assert small <= 1.05 * small_bound, f"16*MSS: {small:.1f} Mbit/s cannot beat its bound {small_bound:.1f}"
     assert small >= 0.6 * small_bound, f"16*MSS: {small:.1f} Mbit/s, bound {small_bound:.1f}"
     assert large >= 0.6 * large_bound, f"32*MSS: {large:.1f} Mbit/s, bound {large_bound:.1f}"
     assert large >= 1.25 * small, f"doubling the window: {small:.1f} -> {large:.1f} Mbit/s"
+
+
+def test_the_analysis_agrees_with_tshark_on_a_netrepro_capture(n6, after, tmp_path):
+    result = execute(n6, after, LINK, Workload("tx", seconds=2), tmp_path)
+    capture = load_capture(result.capture, device_ip="10.77.0.2")
+
+    def tshark_count(display_filter: str) -> int:
+        out = subprocess.run(["tshark", "-r", result.capture, "-Y", display_filter, "-T", "fields", "-e",
+                              "frame.number"], capture_output=True, text=True, check=True, timeout=120).stdout
+        return len(out.split())
+
+    assert capture.frames == tshark_count("frame") == len(read_pcap(tmp_path / "capture.pcap"))
+    assert capture.retransmissions == tshark_count(f"tcp.stream == {capture.conn} && tcp.analysis.retransmission")
