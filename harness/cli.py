@@ -20,6 +20,7 @@ from harness.platform import load_platform, platform_names
 from harness.plots import plot_capture
 from harness.profile import resolve_profile
 from harness.progress import Progress
+from harness.reproduce import format_report, reproduce
 from harness.run import RunResult, execute
 from harness.session import make_run_dir
 from harness.workload import WORKLOADS, Workload
@@ -72,6 +73,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(func=cmd_run)
 
+    repro = sub.add_parser("reproduce", help="reproduce a report end to end and print its table")
+    repro.add_argument("report", nargs="?", default="openmv-n6", help="report name (default openmv-n6)")
+    repro.add_argument("--repeats", type=int, default=None, help="runs per case (default: the report's)")
+    repro.add_argument("--seconds", type=float, default=None, help="seconds per run (default: the report's)")
+    repro.add_argument("--case", action="append", default=None, help="run only this case (repeatable)")
+    repro.add_argument("--lwip-tree", metavar="DIR", help="lwIP source tree to build")
+    repro.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
+    repro.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
+    repro.add_argument("--quiet", action="store_true", help="no progress lines")
+    repro.set_defaults(func=cmd_reproduce)
+
     inspect = sub.add_parser("inspect", help="what a capture shows: MSS, windows, RTT, goodput, the bottleneck")
     inspect.add_argument("capture", type=Path)
     inspect.add_argument("--conn", type=int, default=None, help="TCP stream number (default: the largest)")
@@ -81,6 +93,15 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG and SVG plots here")
     inspect.set_defaults(func=cmd_inspect)
     return parser
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    progress = Progress(quiet=args.quiet or args.json)
+    document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
+                         progress=progress, lwip_tree_path=args.lwip_tree)
+    print(json.dumps(document, indent=2) if args.json else format_report(document))
+    failed = [c for c in document["cases"] if c["median_mbps"] is None]
+    return 1 if failed else 0
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

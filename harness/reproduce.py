@@ -1,0 +1,245 @@
+"""Reproduce a report: every case it measured, repeated, beside the report's figures and claims.
+
+A report is described in reports/<name>.toml: the platform, and per case the profile, link
+preset, workload, the report's figure and the claim to check. Claims are small and exact:
+
+    verdict = "window-limited"            the capture's bottleneck verdict (median run)
+    window = 23360, mss = 1460            what the device advertised (exact)
+    window_scaling = false                no window-scale option
+    faster_than = {case, factor}          median >= factor x that case's median
+    close_to = {case, within}             |median - other| <= within x other
+    at_least_mbps = 85                    median >= 85
+    link_limited_or_within = 0.15         verdict link-limited, or median within 15% of the link rate
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tomllib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.build import build_firmware, lwip_tree
+from harness.errors import NetreproError
+from harness.link import LinkSpec
+from harness.platform import PROJECT_ROOT, load_platform
+from harness.profile import resolve_profile
+from harness.progress import Progress
+from harness.run import RunResult, data_rate_bps, execute
+from harness.session import make_run_dir
+from harness.workload import Workload
+
+REPORTS_DIR = PROJECT_ROOT / "reports"
+_CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "claim", "seconds", "platform", "note"}
+_CLAIM_KEYS = {"verdict", "window", "mss", "window_scaling", "faster_than", "close_to", "at_least_mbps",
+               "link_limited_or_within"}
+
+
+@dataclass
+class CaseResult:
+    """One case of a report: the report's figure beside netrepro's runs of it."""
+
+    case: str
+    platform: str
+    profile: str
+    link: str
+    workload: str
+    report_mbps: float | list[float] | None
+    runs_mbps: list[float] = field(default_factory=list)
+    median_mbps: float | None = None
+    min_mbps: float | None = None
+    max_mbps: float | None = None
+    bound_mbps: float | None = None
+    link_mbps: float | None = None
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    device_mss: int | None = None
+    device_window: float | None = None
+    window_scaling: bool | None = None
+    rtt_ms: float | None = None
+    claim: dict[str, Any] = field(default_factory=dict)
+    claim_holds: bool | None = None
+    claim_notes: list[str] = field(default_factory=list)
+    run_dirs: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def report_names() -> list[str]:
+    return sorted(p.stem for p in REPORTS_DIR.glob("*.toml"))
+
+
+def load_report(name: str) -> dict[str, Any]:
+    path = REPORTS_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise NetreproError(f"unknown report '{name}'", f"use one of: {', '.join(report_names())}")
+    report = tomllib.loads(path.read_text())
+    for case in report.get("cases", []):
+        unknown = set(case) - _CASE_KEYS or set(case.get("claim", {})) - _CLAIM_KEYS
+        if unknown:
+            raise NetreproError(f"{path}: case '{case.get('case')}' has unknown key {sorted(unknown)[0]}",
+                                f"allowed: {', '.join(sorted(_CASE_KEYS | _CLAIM_KEYS))}")
+    return report
+
+
+def reproduce(name: str, out: Path | None = None, repeats: int | None = None, seconds: float | None = None,
+              only: list[str] | None = None, progress: Progress | None = None,
+              lwip_tree_path: str | None = None) -> dict[str, Any]:
+    """Run every case of the report; returns {"report", "title", "cases": [...]} and writes it as JSON."""
+    progress = progress or Progress(quiet=True)
+    report = load_report(name)
+    repeats = repeats or int(report.get("repeats", 3))
+    tree = lwip_tree(lwip_tree_path)
+    root = make_run_dir(out, f"reproduce-{name}", "all")
+    cases = [c for c in report["cases"] if not only or c["case"] in only]
+    results: dict[str, CaseResult] = {}
+    for spec in cases:
+        results[spec["case"]] = _run_case(report, spec, root, tree, repeats,
+                                          seconds or float(spec.get("seconds", report.get("seconds", 10))),
+                                          progress)
+    for result in results.values():
+        _judge(result, results)
+    document = {"report": name, "title": report.get("title", name), "source": report.get("source"),
+                "repeats": repeats, "run_dir": str(root), "cases": [asdict(r) for r in results.values()]}
+    (root / "reproduce.json").write_text(json.dumps(document, indent=2) + "\n")
+    (root / "reproduce.txt").write_text(format_report(document) + "\n")
+    return document
+
+
+def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
+              seconds: float, progress: Progress) -> CaseResult:
+    platform = load_platform(spec.get("platform", report["platform"]))
+    profile = resolve_profile(platform, spec["profile"])
+    firmware = build_firmware(platform, profile, tree, progress.step)
+    link = LinkSpec.from_preset(platform.link_preset(spec["link"]))
+    result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
+                        workload=spec["workload"], report_mbps=spec.get("report_mbps"), claim=spec.get("claim", {}))
+    runs: list[RunResult] = []
+    for i in range(repeats):
+        run_dir = root / f"{spec['case'].replace(' ', '-')}-{i + 1}"
+        run_dir.mkdir()
+        progress.step(f"{spec['case']}: run {i + 1} of {repeats}")
+        try:
+            runs.append(execute(platform, firmware, link, Workload(spec["workload"], seconds=seconds), run_dir))
+        except NetreproError as exc:
+            result.error = str(exc)
+        result.run_dirs.append(str(run_dir))
+    _summarise(result, runs)
+    return result
+
+
+def _summarise(result: CaseResult, runs: list[RunResult]) -> None:
+    figures = [r.throughput_mbps for r in runs if isinstance(r.throughput_mbps, float | int)]
+    if not figures:
+        return
+    result.runs_mbps = [round(f, 2) for f in figures]
+    result.median_mbps = round(statistics.median(figures), 2)
+    result.min_mbps, result.max_mbps = round(min(figures), 2), round(max(figures), 2)
+    middle = sorted(runs, key=lambda r: r.throughput_mbps)[len(runs) // 2]  # the median run speaks for the case
+    analysis = middle.analysis
+    result.verdict, result.verdict_reason = analysis.get("verdict"), analysis.get("verdict_reason")
+    rate = data_rate_bps(middle)
+    result.link_mbps = round(rate / 1e6, 2) if rate else None
+    result.bound_mbps = analysis.get("bound_mbps") or result.link_mbps
+    result.device_mss = analysis.get("device_mss")
+    result.device_window = (analysis.get("device_window") or {}).get("median")
+    scales = analysis.get("window_scale") or {}
+    result.window_scaling = None if not scales else any(v is not None for v in scales.values())
+    result.rtt_ms = analysis.get("rtt_ms")
+
+
+def _judge(result: CaseResult, others: dict[str, CaseResult]) -> None:
+    """Check the case's claim; claim_holds stays None when the case makes none."""
+    if not result.claim:
+        return
+    if result.median_mbps is None:
+        result.claim_holds, result.claim_notes = False, [f"no successful run ({result.error})"]
+        return
+    notes, holds = [], True
+    for key, value in result.claim.items():
+        ok, note = _CHECKS[key](result, value, others)
+        holds &= ok
+        notes.append(("holds: " if ok else "fails: ") + note)
+    result.claim_holds, result.claim_notes = holds, notes
+
+
+def _check_verdict(r: CaseResult, want: str, _: dict) -> tuple[bool, str]:
+    return r.verdict == want, f"verdict {r.verdict} (claim {want})"
+
+
+def _check_window(r: CaseResult, want: int, _: dict) -> tuple[bool, str]:
+    return r.device_window == want, f"device window {r.device_window} (claim {want})"
+
+
+def _check_mss(r: CaseResult, want: int, _: dict) -> tuple[bool, str]:
+    return r.device_mss == want, f"device MSS {r.device_mss} (claim {want})"
+
+
+def _check_scaling(r: CaseResult, want: bool, _: dict) -> tuple[bool, str]:
+    return bool(r.window_scaling) == want, f"window scaling {'on' if r.window_scaling else 'off'}"
+
+
+def _check_faster(r: CaseResult, want: dict, others: dict[str, CaseResult]) -> tuple[bool, str]:
+    other = others.get(want["case"])
+    if other is None or other.median_mbps is None or r.median_mbps is None:
+        return False, f"no figure for {want['case']}"
+    ratio = r.median_mbps / other.median_mbps if other.median_mbps else float("inf")
+    return ratio >= want["factor"], f"{ratio:.2f}x {want['case']} (claim >= {want['factor']}x)"
+
+
+def _check_close(r: CaseResult, want: dict, others: dict[str, CaseResult]) -> tuple[bool, str]:
+    other = others.get(want["case"])
+    if other is None or not other.median_mbps or r.median_mbps is None:
+        return False, f"no figure for {want['case']}"
+    diff = abs(r.median_mbps - other.median_mbps) / other.median_mbps
+    return diff <= want["within"], f"{diff:.0%} from {want['case']} (claim within {want['within']:.0%})"
+
+
+def _check_at_least(r: CaseResult, want: float, _: dict) -> tuple[bool, str]:
+    return (r.median_mbps or 0) >= want, f"{r.median_mbps} Mbit/s (claim >= {want})"
+
+
+def _check_link(r: CaseResult, within: float, _: dict) -> tuple[bool, str]:
+    rate = r.link_mbps
+    if r.verdict == "link-limited":
+        return True, "link-limited"
+    if rate and r.median_mbps is not None and r.median_mbps >= (1 - within) * rate:
+        return True, f"{r.median_mbps} Mbit/s within {within:.0%} of the link's {rate}"
+    return False, (f"verdict {r.verdict}, {r.median_mbps} Mbit/s vs the link's {rate} "
+                   f"(claim link-limited or within {within:.0%})")
+
+
+_CHECKS: dict[str, Callable[[CaseResult, Any, dict], tuple[bool, str]]] = {
+    "verdict": _check_verdict, "window": _check_window, "mss": _check_mss, "window_scaling": _check_scaling,
+    "faster_than": _check_faster, "close_to": _check_close, "at_least_mbps": _check_at_least,
+    "link_limited_or_within": _check_link,
+}
+
+
+def format_report(document: dict[str, Any]) -> str:
+    """The report's table: its figures beside netrepro's, with the verdict and the claim."""
+    lines = [document["title"], f"({document['repeats']} runs a case; figures in Mbit/s; run folders in "
+                                f"{document['run_dir']})", ""]
+    header = f"{'case':<22} {'report':>9} {'netrepro median (min-max)':>27} {'bound':>7} {'MSS':>5} " \
+             f"{'window':>7}  {'verdict':<20} claim"
+    lines += [header, "-" * len(header)]
+    for c in document["cases"]:
+        report = c["report_mbps"]
+        report_text = "-" if report is None else f"{report[0]:g}-{report[1]:g}" if isinstance(report, list) \
+            else f"{report:g}"
+        figure = "failed" if c["median_mbps"] is None else \
+            f"{c['median_mbps']:.1f} ({c['min_mbps']:.1f}-{c['max_mbps']:.1f})"
+        claim = "-" if c["claim_holds"] is None else "holds" if c["claim_holds"] else "FAILS"
+        window = "-" if c["device_window"] is None else f"{c['device_window']:g}"
+        lines.append(f"{c['case']:<22} {report_text:>9} {figure:>27} {_num(c['bound_mbps']):>7} "
+                     f"{_num(c['device_mss']):>5} {window:>7}  {c['verdict'] or '-':<20} {claim}")
+    notes = [f"  {c['case']}: {n}" for c in document["cases"] for n in c["claim_notes"] if n.startswith("fails")]
+    if notes:
+        lines += ["", "claims that do not hold:", *notes]
+    return "\n".join(lines)
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:g}"
