@@ -33,7 +33,7 @@ from harness.session import make_run_dir
 from harness.workload import Workload
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
-_CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "claim", "seconds", "platform", "note"}
+_CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "claim", "seconds", "platform", "note", "chunk"}
 _CLAIM_KEYS = {"verdict", "window", "mss", "window_scaling", "faster_than", "close_to", "at_least_mbps",
                "link_limited_or_within"}
 
@@ -113,6 +113,7 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     platform = load_platform(spec.get("platform", report["platform"]))
     profile = resolve_profile(platform, spec["profile"])
     firmware = build_firmware(platform, profile, tree, progress.step)
+    workload = Workload(spec["workload"], seconds=seconds, chunk=int(spec.get("chunk", report.get("chunk", 1460))))
     link = LinkSpec.from_preset(platform.link_preset(spec["link"]))
     result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
                         workload=spec["workload"], report_mbps=spec.get("report_mbps"), claim=spec.get("claim", {}))
@@ -122,7 +123,7 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
         run_dir.mkdir()
         progress.step(f"{spec['case']}: run {i + 1} of {repeats}")
         try:
-            runs.append(execute(platform, firmware, link, Workload(spec["workload"], seconds=seconds), run_dir))
+            runs.append(execute(platform, firmware, link, workload, run_dir))
         except NetreproError as exc:
             result.error = str(exc)
         result.run_dirs.append(str(run_dir))

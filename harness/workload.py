@@ -5,14 +5,18 @@ tx      device -> peer: the firmware's iperf client against an iperf2 server in 
 duplex  both at once (iperf2 -d)
 rr      rx then tx (iperf2 -r)
 discard device sends N bytes to the peer's port 9 service, timed from SYN to FIN
+sock-rx peer -> device through a socket benchmark with MicroPython's lwIP socket semantics
+sock-tx device -> peer, the same (tcp_write COPY up to tcp_sndbuf, 50 ms waits on ERR_MEM)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,8 +24,9 @@ from harness.errors import NetreproError
 from harness.process import stop_process
 from harness.session import Session
 
-WORKLOADS = ("rx", "tx", "duplex", "rr", "discard")
+WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx")
 IPERF_PORT = 5001
+SOCK_PORT = 5002
 DISCARD_BYTES = 8 * 1024 * 1024
 _SLACK_S = 30.0  # on top of the transfer's own time, for slow emulated boards
 
@@ -31,7 +36,7 @@ class Workload:
     name: str
     seconds: float = 10.0
     bytes: int | None = None        # byte-count variant; discard defaults to the Ethernut report's 8 MiB
-    chunk: int = 1460               # discard: bytes per write
+    chunk: int = 1460               # discard: bytes per write; sock-*: the application's write/read size
     warmup_s: float = 0.0           # a transfer of this length first, not measured
 
     def __post_init__(self) -> None:
@@ -74,6 +79,8 @@ def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
         return [_device_client(rig, workload, f"{name}peer-iperf-server.csv")]
     if workload.name == "discard":
         return [_discard(rig, workload, f"{name}peer-discard.json")]
+    if workload.name.startswith("sock-"):
+        return [_socket_benchmark(rig, workload, f"{name}peer-{workload.name}.json")]
     flags = {"rx": [], "duplex": ["-d"], "rr": ["-r"]}[workload.name]
     return _peer_client(rig, workload, flags, f"{name}peer-iperf-client.csv")
 
@@ -125,28 +132,58 @@ def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
 def _discard(rig: Session, workload: Workload, out_name: str) -> Transfer:
     total = workload.bytes or DISCARD_BYTES
     out = rig.run_dir / out_name
-    server = rig.namespace.popen([sys.executable, "-m", "harness.peer_services", "discard", "--port", "9",
-                                  "--out", str(out), "--accept-timeout", str(_budget(workload))],
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 text=True, cwd=str(Path(__file__).resolve().parent.parent))
-    try:
-        if server.stdout is None or server.stdout.readline().strip() != "LISTENING":
-            raise NetreproError("the peer's discard service did not start", f"see {rig.run_dir}")
+    with _peer_service(rig, ["discard", "--port", "9", "--out", str(out),
+                             "--accept-timeout", str(_budget(workload))]) as server:
         rig.console.command(f"discard {rig.addresses.peer} {total} {workload.chunk}")
         event = rig.console.wait_event("DISCARD", timeout=max(_budget(workload), total * 8 / 1e5))
         if "error" in event.fields:
             raise NetreproError(f"the board's discard sender failed: {event.fields['error']}", "see the console log")
         server.wait(timeout=_SLACK_S)
-    finally:
-        stop_process(server, grace_s=2.0)
-        if server.stdout:
-            server.stdout.close()
     seen = json.loads(out.read_text()) if out.is_file() else {}
     if seen.get("bytes") != total:
         raise NetreproError(f"the peer's discard service got {seen.get('bytes')} of {total} bytes",
                             f"see {out} and the console log")
     per_second = [b * 8 / 1e6 for b in seen["per_second_bytes"]]
     return Transfer("tx", total, event.number("ms") / 1000.0, per_second, source="device SYN..FIN")
+
+
+def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transfer:
+    """The device's socket benchmark against the peer's sink (sock-tx) or source (sock-rx)."""
+    direction = workload.name.removeprefix("sock-")
+    out = rig.run_dir / out_name
+    amount = ["--bytes", str(workload.bytes)] if workload.bytes else ["--seconds", f"{workload.seconds:g}"]
+    service = ["sink"] if direction == "tx" else ["source", *amount]
+    with _peer_service(rig, [*service, "--port", str(SOCK_PORT), "--out", str(out),
+                             "--accept-timeout", str(_budget(workload))]) as server:
+        device_amount = f"-n {workload.bytes}" if workload.bytes else f"-t {workload.seconds:g}"
+        size_flag = "-w" if direction == "tx" else "-r"
+        rig.console.command(f"sock {direction} {rig.addresses.peer} {SOCK_PORT} {device_amount} "
+                            f"{size_flag} {workload.chunk}")
+        event = rig.console.wait_event("SOCK", timeout=_budget(workload), dir=direction)
+        if "error" in event.fields:
+            raise NetreproError(f"the board's socket benchmark failed: {event.fields['error']}",
+                                "see the console log")
+        server.wait(timeout=_SLACK_S)
+    seen = json.loads(out.read_text()) if out.is_file() else {}
+    per_second = [b * 8 / 1e6 for b in seen.get("per_second_bytes", [])]
+    return Transfer(direction, event.number("bytes"), event.number("ms") / 1000.0, per_second,
+                    source=f"device socket benchmark ({', '.join(f'{k}={v}' for k, v in event.fields.items())})")
+
+
+@contextlib.contextmanager
+def _peer_service(rig: Session, argv: list[str]) -> Iterator[subprocess.Popen]:
+    """A harness.peer_services program in the namespace, listening before the board is told to connect."""
+    server = rig.namespace.popen([sys.executable, "-m", "harness.peer_services", *argv],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 text=True, cwd=str(Path(__file__).resolve().parent.parent))
+    try:
+        if server.stdout is None or server.stdout.readline().strip() != "LISTENING":
+            raise NetreproError(f"the peer's {argv[0]} service did not start", f"see {rig.run_dir}")
+        yield server
+    finally:
+        stop_process(server, grace_s=2.0)
+        if server.stdout:
+            server.stdout.close()
 
 
 def _wait_listening(rig: Session, port: int, timeout: float = 5.0) -> None:
