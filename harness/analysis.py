@@ -66,6 +66,8 @@ SHRUNK_WINDOW = 0.75      # median advertised window <= 75 % of its largest (or 
 BLOCKED_SHARE = 0.20      # sender paused at the window / waiting for ACKs >= 20 % of the time
 AT_WINDOW_SEGMENTS = 0.5  # or >= half the segments left less than a segment of window
 BUFFER_BELOW_WINDOW = 0.8  # send buffer: in flight (p95) below 80 % of the window
+PLATEAU_SLICES = 10       # send buffer, short pauses: in flight's ceiling checked in up to 10 time slices
+PLATEAU_GOODPUT = (0.75, 1.25)  # and goodput within 75-125 % of ceiling / RTT (the pipe held the ceiling)
 RETRANS_SHARE = 0.01      # >= 1 % of data segments retransmitted (and >= 3) -> loss-limited fallback
 QUEUE_RTT_GROWTH = 1.5    # link rate unknown: RTT >= 1.5 x its minimum (a standing queue) and
 SENDER_BUSY = 0.8         # the sender busy >= 80 % of the time -> link-limited
@@ -1181,6 +1183,50 @@ def _receiver_side_lags(res: CaptureAnalysis, data: list[_Seg], acks: list[_Seg]
     return [], [0.0] * len(data)
 
 
+def _base_rtt(samples: Sequence[tuple[float, float]]) -> float:
+    """The RTT without a queue: the lowest median of three consecutive samples (in time order).
+
+    Not the lowest sample: a capture point that stalls stamps the frames it then reads late, and
+    a data segment stamped late gives one data->ACK time below the path's own round trip (seen:
+    2.94 ms on a 5.5 ms path, the segment stamped with the ACK read in the same batch after a
+    22 ms stall). Such samples come one at a time; three in a row are the path.
+    """
+    values = [v for _, v in samples]
+    if len(values) < 3:
+        return min(values)
+    return min(sorted(values[i:i + 3])[1] for i in range(len(values) - 2))
+
+
+def _plateau(res: CaptureAnalysis) -> dict[str, Any] | None:
+    """In flight held at a constant ceiling (a send buffer), or None if it was not flat.
+
+    The ceiling is in flight's 95th percentile. Flat: in flight never went more than a segment
+    above it, and in each time slice of the transfer (up to PLATEAU_SLICES, 50+ segments each) it
+    reached the ceiling to within a segment. A congestion window grows and varies between slices;
+    lwIP's TCP_SND_BUF is a byte count that in flight meets again and again.
+    """
+    flights = res.in_flight
+    seg = res.mss_used or 0
+    if len(flights) < 20 or not seg:
+        return None
+    values = [f for _, f in flights]
+    ceiling = _pct(values, 95)
+    if not ceiling or max(values) > ceiling + seg:
+        return None
+    n = max(1, min(PLATEAU_SLICES, len(flights) // 50))
+    t0, t1 = flights[0][0], flights[-1][0]
+    width = (t1 - t0) / n or 1.0
+    tops: list[int] = [0] * n
+    for t, f in flights:
+        k = min(n - 1, int((t - t0) / width))
+        tops[k] = max(tops[k], f)
+    tops = [v for v in tops if v]
+    if any(abs(v - ceiling) > seg for v in tops):
+        return None
+    near = sum(1 for f in values if f >= ceiling - seg) / len(values)
+    return {"ceiling": ceiling, "max": max(values), "slices": len(tops), "at_ceiling": near}
+
+
 def _verdict(res: CaptureAnalysis) -> None:
     """One verdict, checked in this order: link, loss by timeouts, receiver, window, send buffer, loss, unknown."""
     rcv = res.receiver
@@ -1205,7 +1251,8 @@ def _verdict(res: CaptureAnalysis) -> None:
     rs = f"the {rcv}'s"
     w_txt = f"{wnd:.0f} B" if wnd is not None else "unknown"
     rtt_txt = f"{res.rtt_ms:.2f} ms" if res.rtt_ms else "unknown RTT"
-    base_candidates = [v for _, v in res.rtt_samples] + ([res.initial_rtt_ms / 1e3] if res.initial_rtt_ms else [])
+    base_candidates = ([_base_rtt(res.rtt_samples)] if res.rtt_samples else []) + (
+        [res.initial_rtt_ms / 1e3] if res.initial_rtt_ms else [])
     base_rtt = min(base_candidates) if base_candidates else None
     ev["base_rtt_ms"] = _r(base_rtt * 1e3 if base_rtt else None)
     ev["goodput_mbps"] = _r(g)
@@ -1264,8 +1311,29 @@ def _verdict(res: CaptureAnalysis) -> None:
                      if res.window_bound_mbps else "")
         return done("window-limited", f"in flight sat at {rs} advertised window ({w_txt}): {held}; goodput "
                     f"{g:.1f} Mbit/s{bound_txt}")
-    # 5. the sender's buffer: in flight well below the window, idle until ACKs come back
-    if ack_wait >= BLOCKED_SHARE and p95 is not None and wnd and p95 < BUFFER_BELOW_WINDOW * wnd:
+    # 5. the sender's buffer: in flight well below the window, the sender waiting for ACKs to free it.
+    # Either it sat idle for long, or (an application that refills the buffer the moment an ACK
+    # frees room) in flight stayed at a flat ceiling with goodput = ceiling / RTT, below the link.
+    below_window = p95 is not None and wnd and p95 < BUFFER_BELOW_WINDOW * wnd
+    plateau = _plateau(res) if below_window and rtt and paced < BLOCKED_SHARE and not queue else None
+    if plateau:
+        pipe = plateau["ceiling"] * 8 / rtt / 1e6
+        ev["in_flight_ceiling"] = round(plateau["ceiling"])
+        ev["goodput_per_ceiling_rtt"] = round(g / pipe, 3)
+        if not PLATEAU_GOODPUT[0] <= g / pipe <= PLATEAU_GOODPUT[1]:
+            plateau = None
+    if plateau:
+        ev["in_flight_at_ceiling"] = round(plateau["at_ceiling"], 3)
+        if res.link_payload_mbps:
+            room = f"below what the link carries ({g / res.link_payload_mbps:.0%} of {res.link_payload_mbps:.1f} Mbit/s)"
+        else:
+            room = f"with no standing queue (RTT {rtt_txt}, base {base_rtt * 1e3:.2f} ms; link rate unknown)"
+        top = "p95 = max" if plateau["max"] == plateau["ceiling"] else f"p95; max {plateau['max']} B"
+        return done("send-buffer-limited", f"in flight plateaued at {plateau['ceiling']:.0f} B ({top}, the same "
+                    f"in all {plateau['slices']} time slices), below {rs} window {w_txt} and {room}; goodput "
+                    f"{g:.1f} Mbit/s = in flight/RTT ({plateau['ceiling']:.0f} B / {rtt_txt} = {pipe:.1f} Mbit/s); "
+                    f"sender waiting for ACKs {ack_wait:.0%} of the time")
+    if ack_wait >= BLOCKED_SHARE and below_window:
         return done("send-buffer-limited", f"in flight peaks at {fl['max']} B (p95 {p95:.0f} B), below {rs} "
                     f"window {w_txt}; the sender sat idle waiting for ACKs {ack_wait:.0%} of the time "
                     f"({len(res.idle_gaps)} pauses); goodput {g:.1f} Mbit/s")

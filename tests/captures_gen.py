@@ -8,9 +8,11 @@ Two layers:
   receiver over a link with a one-way delay each way and a bottleneck rate in the data
   direction, written as the capture point (the device, at either end) sees it. The model has a
   receive buffer (advertised window, optional window scaling), an application read rate (for
-  shrinking and zero windows), a send buffer (cap on unacknowledged bytes), delayed ACKs every
-  second segment, an out-of-order queue at the receiver, dropped segments with retransmission
-  by timeout or after three duplicate ACKs, and persist probes against a zero window.
+  shrinking and zero windows), a send buffer (cap on unacknowledged bytes), an optional
+  congestion window growing a segment per round trip, delayed ACKs every second segment, an
+  out-of-order queue at the receiver, dropped segments with retransmission by timeout or after
+  three duplicate ACKs, persist probes against a zero window, and an optional stall of the
+  device together with its capture point (frames stamped late).
 
 The known answers (MSS, windows, RTT, bottleneck) come from the scenario's parameters, not
 from the capture, which is what makes them usable as test oracles.
@@ -142,6 +144,8 @@ class Scenario:
     timestamps: bool = False              # timestamps by both
     rcv_buf: int = 23360                  # receiver's buffer = its window when the app keeps up
     snd_buf: int | None = None            # cap on the sender's unacknowledged bytes
+    cwnd: int | None = None               # sender's initial congestion window; grows a segment per RTT (Reno's
+                                          # congestion avoidance) as ACKs arrive (None: no congestion window)
     send_cost: float = 0.0                # sender's CPU time per segment (a CPU-bound sender)
     app_read_bps: float | None = None     # receiving app's read rate (None: reads at once)
     app_pause: tuple[float, float] | None = None  # (start, length): the receiving app stops reading
@@ -152,6 +156,9 @@ class Scenario:
     rto: float = 0.25                     # retransmission timeout (doubles per repeat)
     fast_retransmit: bool = True          # retransmit after three duplicate ACKs
     handshake: bool = True                # False: the capture starts after the SYNs (scale unknown)
+    device_stall: tuple[float, float] | None = None  # (start, length): the device and its capture point stop;
+    # frames reaching the device are handled, and everything the capture had to stamp (the last frame the
+    # device sent before the stall too) is stamped, when it ends, as a capture process descheduled by the host
     start: float = 1.0                    # capture time of the first frame
     device_port: int = 5001
     peer_port: int = 40000
@@ -190,6 +197,7 @@ class _Model:
         self.dupacks = 0
         self.rto_cur = sc.rto
         self.rto_deadline: float | None = None
+        self.cwnd = float(sc.cwnd) if sc.cwnd else None
         self.recovering = False
         self.limit = sc.total_bytes
         self.fin_sent = False
@@ -254,6 +262,11 @@ class _Model:
             self.adv_edge = self.peer_wnd
         self.data_start = start
         self.end_time = start + sc.duration
+        self.stall = None
+        if sc.device_stall:
+            self.stall = (start + sc.device_stall[0], start + sc.device_stall[0] + sc.device_stall[1])
+        device_kinds = ({"send", "paced", "ack", "rto"} if self.at_device == "snd"
+                        else {"data", "delack", "fin", "read"})
         self.push(start, "send")
         if sc.app_read_bps or sc.app_pause:
             self.push(start + 0.001, "read")
@@ -263,8 +276,17 @@ class _Model:
             steps += 1
             if steps > 20_000_000:
                 raise RuntimeError("simulation does not terminate")
+            if self.stall and self.stall[0] <= t < self.stall[1] and kind in device_kinds:
+                self.push(self.stall[1], kind, *data)  # the device is not running: handled when it resumes
+                continue
             getattr(self, "on_" + kind)(t, *data)
         self.records.sort(key=lambda r: r[0])
+        if self.stall:
+            s0, s1 = self.stall
+            dev_ip = _ip(DEVICE_IP)
+            last = max((i for i, (t, f) in enumerate(self.records) if t < s0 and f[26:30] == dev_ip), default=None)
+            self.records = [(s1 if (s0 <= t < s1 or i == last) else t, f) for i, (t, f) in enumerate(self.records)]
+            self.records.sort(key=lambda r: r[0])
         base = sc.start - self.records[0][0]
         return [(t + base, fr) for t, fr in self.records]
 
@@ -305,6 +327,8 @@ class _Model:
             remaining = (self.limit if self.limit is not None else 1 << 62) - self.snd_nxt
             length = min(self.seg, remaining)
             room = self.peer_edge - self.snd_nxt
+            if self.cwnd is not None:
+                room = min(room, int(self.cwnd) - (self.snd_nxt - self.snd_una))
             if sc.snd_buf:
                 room = min(room, sc.snd_buf - (self.snd_nxt - self.snd_una))
             if room < length:
@@ -355,6 +379,8 @@ class _Model:
             self.done = True
             return
         if ack > self.snd_una:
+            if self.cwnd is not None:
+                self.cwnd += self.seg * (ack - self.snd_una) / self.cwnd
             self.snd_una = ack
             self.dupacks = 0
             self.recovering = False

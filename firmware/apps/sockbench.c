@@ -15,7 +15,8 @@
  *  - tcp_write(n, TCP_WRITE_FLAG_COPY); on ERR_MEM (heap, segment pool or
  *    TCP_SND_QUEUELEN full) call tcp_output() and try again 50 ms later, at
  *    most 200 times, then give up with ERR_MEM (each wait counts in
- *    err_mem_waits); after a successful tcp_write, tcp_output().
+ *    err_mem_waits); after a successful tcp_write, tcp_output_nagle(): out
+ *    now unless Nagle holds a partial segment back while data is unacked.
  * Writing stops at the first write boundary after -t seconds or once -n bytes
  * are written; then FIN. ms runs from the connection being established until
  * our FIN is acknowledged, i.e. until the peer has every byte.
@@ -23,8 +24,9 @@
  * rx connects to the peer's source, which sends as fast as it can. As in
  * modlwip, the recv callback only queues the pbufs (chained onto what is
  * queued) and does not call tcp_recved(): the window opens only as the
- * application reads. Each read copies up to <read size> bytes (default 1024)
- * out of the queue, frees the pbufs it emptied and calls
+ * application reads. Each read copies up to <read size> bytes (default 1024),
+ * but never past the end of the first queued pbuf (modlwip's recv copies from
+ * p->payload at its offset), frees that pbuf once emptied and calls
  * tcp_recved(pcb, copied). -d models the application's own time per read
  * (MicroPython's interpreter, default 0): the next read starts no earlier than
  * that many microseconds after the previous one. The main loop, and so lwIP,
@@ -34,12 +36,10 @@
  * ms runs from the connection being established until EOF (the peer's FIN,
  * all data read), -n bytes read, or the -t time limit.
  *
- * Where this departs from modlwip (the brief of this benchmark, on purpose):
- * modlwip's send calls tcp_output() after a write only once tcp_sndbuf() is
- * below TCP_SND_BUF / 4 (and before each ERR_MEM sleep), here after every
- * successful tcp_write; modlwip's recv copies at most the rest of the first
- * queued pbuf per call (a Python read() loops over such calls), here one read
- * copies across pbufs up to the read size.
+ * Both follow MicroPython's extmod/modlwip.c lwip_tcp_send/lwip_tcp_receive
+ * (v1.2x): the 16-byte minimum room, the 200 x 50 ms ERR_MEM loop with a
+ * tcp_output before each sleep, tcp_output_nagle after a write, one pbuf per
+ * recv call and tcp_recved per call.
  *
  * Result, printed when the test ends (the prompt returns at once):
  *   SOCK dir=<tx|rx> bytes=<n> ms=<n> kbps=<n> err_mem_waits=<n> sndbuf_waits=<n>
@@ -51,6 +51,7 @@
 #include "lwip/pbuf.h"
 #include "lwip/sys.h"
 #include "lwip/tcp.h"
+#include "lwip/priv/tcp_priv.h" /* tcp_output_nagle(), as modlwip uses it */
 
 #include "nr_printf.h"
 #include "apps.h"
@@ -211,7 +212,7 @@ static int tx_send_once(void)
   sb.mem_tries = 0;
   sb.write_left -= n;
   sb.bytes += n;
-  err = tcp_output(sb.pcb);
+  err = tcp_output_nagle(sb.pcb);
   return err == ERR_OK ? 1 : err;
 }
 
@@ -297,7 +298,7 @@ static void rx_read_once(void)
   if (sb.limit_bytes != 0) {
     want = LWIP_MIN(want, sb.limit_bytes - sb.bytes);
   }
-  copied = pbuf_copy_partial(sb.queue, io_buf, (u16_t)LWIP_MIN(want, sb.queue->tot_len), 0);
+  copied = pbuf_copy_partial(sb.queue, io_buf, (u16_t)LWIP_MIN(want, sb.queue->len), 0);
   sb.queue = pbuf_free_header(sb.queue, copied);
   tcp_recved(sb.pcb, copied);
   sb.bytes += copied;
