@@ -1198,33 +1198,30 @@ def _base_rtt(samples: Sequence[tuple[float, float]]) -> float:
 
 
 def _plateau(res: CaptureAnalysis) -> dict[str, Any] | None:
-    """In flight held at a constant ceiling (a send buffer), or None if it was not flat.
+    """Whether in flight was held at a constant ceiling (a send buffer); None without in flight.
 
     The ceiling is in flight's 95th percentile. Flat: in flight never went more than a segment
     above it, and in each time slice of the transfer (up to PLATEAU_SLICES, 50+ segments each) it
-    reached the ceiling to within a segment. A congestion window grows and varies between slices;
-    lwIP's TCP_SND_BUF is a byte count that in flight meets again and again.
+    came within a segment of it. A congestion window grows and varies between slices; lwIP's
+    TCP_SND_BUF is a byte count that in flight meets again and again.
     """
     flights = res.in_flight
     seg = res.mss_used or 0
-    if len(flights) < 20 or not seg:
+    if not flights or not seg:
         return None
     values = [f for _, f in flights]
-    ceiling = _pct(values, 95)
-    if not ceiling or max(values) > ceiling + seg:
-        return None
+    ceiling = _pct(values, 95) or 0.0
     n = max(1, min(PLATEAU_SLICES, len(flights) // 50))
     t0, t1 = flights[0][0], flights[-1][0]
     width = (t1 - t0) / n or 1.0
-    tops: list[int] = [0] * n
+    tops = [0] * n
     for t, f in flights:
         k = min(n - 1, int((t - t0) / width))
         tops[k] = max(tops[k], f)
     tops = [v for v in tops if v]
-    if any(abs(v - ceiling) > seg for v in tops):
-        return None
-    near = sum(1 for f in values if f >= ceiling - seg) / len(values)
-    return {"ceiling": ceiling, "max": max(values), "slices": len(tops), "at_ceiling": near}
+    flat = bool(ceiling) and max(values) <= ceiling + seg and all(abs(v - ceiling) <= seg for v in tops)
+    return {"flat": flat, "ceiling": ceiling, "max": max(values), "slices": len(tops), "slice_peaks": tops,
+            "at_ceiling": sum(1 for f in values if f >= ceiling - seg) / len(values)}
 
 
 def _verdict(res: CaptureAnalysis) -> None:
@@ -1311,39 +1308,50 @@ def _verdict(res: CaptureAnalysis) -> None:
                      if res.window_bound_mbps else "")
         return done("window-limited", f"in flight sat at {rs} advertised window ({w_txt}): {held}; goodput "
                     f"{g:.1f} Mbit/s{bound_txt}")
-    # 5. the sender's buffer: in flight well below the window, the sender waiting for ACKs to free it.
-    # Either it sat idle for long, or (an application that refills the buffer the moment an ACK
-    # frees room) in flight stayed at a flat ceiling with goodput = ceiling / RTT, below the link.
-    below_window = p95 is not None and wnd and p95 < BUFFER_BELOW_WINDOW * wnd
-    plateau = _plateau(res) if below_window and rtt and paced < BLOCKED_SHARE and not queue else None
+    # 5. the sender's buffer: in flight at a flat ceiling well below the window, the sender waiting for
+    # ACKs to free room. Either it sat idle for long, or (an application that refills the buffer the
+    # moment an ACK frees room) it hardly paused, and goodput = ceiling / RTT, below the link's rate.
+    below_window = p95 is not None and bool(wnd) and p95 < BUFFER_BELOW_WINDOW * wnd
+    plateau = _plateau(res) if below_window else None
+    flat = bool(plateau and plateau["flat"])
     if plateau:
-        pipe = plateau["ceiling"] * 8 / rtt / 1e6
         ev["in_flight_ceiling"] = round(plateau["ceiling"])
+        ev["in_flight_flat"] = flat
+        ev["in_flight_slice_peaks"] = plateau["slice_peaks"]
+    pipe = plateau["ceiling"] * 8 / rtt / 1e6 if plateau and rtt else None
+    if pipe:
         ev["goodput_per_ceiling_rtt"] = round(g / pipe, 3)
-        if not PLATEAU_GOODPUT[0] <= g / pipe <= PLATEAU_GOODPUT[1]:
-            plateau = None
-    if plateau:
-        ev["in_flight_at_ceiling"] = round(plateau["at_ceiling"], 3)
+    idle_for_acks = ack_wait >= BLOCKED_SHARE
+    refilled = (pipe is not None and paced < BLOCKED_SHARE and not queue
+                and PLATEAU_GOODPUT[0] <= g / pipe <= PLATEAU_GOODPUT[1])
+    if flat and (idle_for_acks or refilled):
+        c = plateau["ceiling"]
+        top = "p95 = max" if plateau["max"] == round(c) else f"p95; max {plateau['max']} B"
         if res.link_payload_mbps:
-            room = f"below what the link carries ({g / res.link_payload_mbps:.0%} of {res.link_payload_mbps:.1f} Mbit/s)"
-        else:
+            room = (f"below what the link carries ({g / res.link_payload_mbps:.0%} of "
+                    f"{res.link_payload_mbps:.1f} Mbit/s)")
+        elif not queue and base_rtt:
             room = f"with no standing queue (RTT {rtt_txt}, base {base_rtt * 1e3:.2f} ms; link rate unknown)"
-        top = "p95 = max" if plateau["max"] == plateau["ceiling"] else f"p95; max {plateau['max']} B"
-        return done("send-buffer-limited", f"in flight plateaued at {plateau['ceiling']:.0f} B ({top}, the same "
-                    f"in all {plateau['slices']} time slices), below {rs} window {w_txt} and {room}; goodput "
-                    f"{g:.1f} Mbit/s = in flight/RTT ({plateau['ceiling']:.0f} B / {rtt_txt} = {pipe:.1f} Mbit/s); "
-                    f"sender waiting for ACKs {ack_wait:.0%} of the time")
-    if ack_wait >= BLOCKED_SHARE and below_window:
-        return done("send-buffer-limited", f"in flight peaks at {fl['max']} B (p95 {p95:.0f} B), below {rs} "
-                    f"window {w_txt}; the sender sat idle waiting for ACKs {ack_wait:.0%} of the time "
-                    f"({len(res.idle_gaps)} pauses); goodput {g:.1f} Mbit/s")
+        else:
+            room = "link rate unknown"
+        law = (f" = {g / pipe:.0%} of in flight/RTT ({c:.0f} B / {rtt_txt} = {pipe:.1f} Mbit/s)" if pipe else "")
+        slices = f", the same in all {plateau['slices']} time slices" if plateau["slices"] > 1 else ""
+        return done("send-buffer-limited", f"in flight plateaued at {c:.0f} B ({top}{slices}), below {rs} window "
+                    f"{w_txt}, {room}; goodput {g:.1f} Mbit/s{law}; the sender waited for ACKs {ack_wait:.0%} of "
+                    f"the time ({_n(len(res.idle_gaps), 'pause')})")
     # 6. frequent retransmissions with the window open
     sender_retrans = sum(1 for *_, re in res.data_segments if re)
     if sender_retrans >= 3 and sender_retrans >= RETRANS_SHARE * n_data:
         return done("loss-limited", f"{sender_retrans} of {n_data} data segments retransmitted "
                     f"({res.fast_retransmissions} fast, {res.rto_retransmissions} after timeouts) with the "
                     f"window open; goodput {g:.1f} Mbit/s")
-    if paced >= BLOCKED_SHARE:
+    if plateau and not flat and idle_for_acks:
+        peaks = plateau["slice_peaks"]
+        why = (f"the sender waited for ACKs {ack_wait:.0%} of the time with in flight (p95 {p95:.0f} B) below {rs} "
+               f"window {w_txt}, but in flight had no fixed ceiling (peak per time slice {min(peaks)}-{max(peaks)} "
+               f"B, max {plateau['max']} B): a congestion window or the application, not a fixed send buffer; "
+               f"goodput {g:.1f} Mbit/s")
+    elif paced >= BLOCKED_SHARE:
         why = (f"the sender paused {paced:.0%} of the time with the window open and not waiting for ACKs "
                f"(application, CPU or memory pacing); in flight p95 {p95 or 0:.0f} B of {w_txt}; "
                f"goodput {g:.1f} Mbit/s")

@@ -1,0 +1,59 @@
+"""Reproduce a report end to end and keep its table and timing as a benchmark result.
+
+    python benchmarks/reproduce_bench.py openmv-n6 [--repeats 3]
+
+Writes benchmarks/results/reproduce-<report>.json and .md: netrepro's medians beside the
+report's figures, and how long the whole reproduction took on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.reproduce import format_report, reproduce  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def write_results(document: dict, seconds: float) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    name = document["report"]
+    (RESULTS / f"reproduce-{name}.json").write_text(
+        json.dumps({"date": stamp, "wall_seconds": round(seconds, 1), **document}, indent=2) + "\n")
+    rows = [f"| {c['case']} | {c['report_mbps'] if c['report_mbps'] is not None else '-'} | "
+            f"{c['median_mbps']} | {c['runs_mbps']} | {c['rtt_ms']} | {c['verdict']} | "
+            f"{'-' if c['claim_holds'] is None else 'holds' if c['claim_holds'] else 'FAILS'} |"
+            for c in document["cases"]]
+    text = "\n".join([
+        f"# netrepro reproduce {name} ({stamp}, {seconds / 60:.1f} min wall time on this machine)", "",
+        "```", format_report(document), "```", "",
+        "| case | report Mbit/s | median | runs | capture RTT ms | verdict | claim |",
+        "|---|---|---|---|---|---|---|", *rows, ""])
+    path = RESULTS / f"reproduce-{name}.md"
+    path.write_text(text)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("report")
+    parser.add_argument("--repeats", type=int, default=None)
+    args = parser.parse_args()
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="nr-reproduce-") as tmp:
+        document = reproduce(args.report, out=Path(tmp), repeats=args.repeats)
+        print(write_results(document, time.monotonic() - start).read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
