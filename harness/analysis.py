@@ -33,6 +33,17 @@ waits for the window. ``rtt_source`` and ``in_flight_source`` say which was used
 Goodput counts payload once (retransmissions excluded): first arrivals at the receiver's side,
 the receiver's cumulative ACKs at the sender's side (there the capture sees data before the
 link's queue).
+
+The RTT without a queue (``evidence["base_rtt_ms"]``, against which a standing queue is judged)
+is the lowest median of three consecutive RTT samples, not the lowest sample: a capture point
+that stalls stamps a data segment late, and that one segment's data->ACK time falls below the
+path's round trip.
+
+A send buffer (lwIP's TCP_SND_BUF) shows as in flight held at a flat ceiling below the
+receiver's window: the same peak in every time slice, never exceeded. When the application
+refills the buffer the moment an ACK frees room, the sender hardly pauses; the evidence is then
+that goodput = ceiling / RTT while the link could carry more. A congestion window is not flat:
+it grows and varies, and is not called a send buffer.
 """
 
 from __future__ import annotations
@@ -66,7 +77,7 @@ SHRUNK_WINDOW = 0.75      # median advertised window <= 75 % of its largest (or 
 BLOCKED_SHARE = 0.20      # sender paused at the window / waiting for ACKs >= 20 % of the time
 AT_WINDOW_SEGMENTS = 0.5  # or >= half the segments left less than a segment of window
 BUFFER_BELOW_WINDOW = 0.8  # send buffer: in flight (p95) below 80 % of the window
-PLATEAU_SLICES = 10       # send buffer, short pauses: in flight's ceiling checked in up to 10 time slices
+PLATEAU_SLICES = 10       # send buffer: in flight's ceiling must be the same in each of up to 10 time slices
 PLATEAU_GOODPUT = (0.75, 1.25)  # and goodput within 75-125 % of ceiling / RTT (the pipe held the ceiling)
 RETRANS_SHARE = 0.01      # >= 1 % of data segments retransmitted (and >= 3) -> loss-limited fallback
 QUEUE_RTT_GROWTH = 1.5    # link rate unknown: RTT >= 1.5 x its minimum (a standing queue) and
@@ -637,8 +648,12 @@ class CaptureAnalysis:
 
 
 def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: int | None = None,
-                 link_rate_bps: float | None = None, interval_s: float = 1.0) -> CaptureAnalysis:
+                 link_rate_bps: float | None = None, interval_s: float = 1.0,
+                 captured_at: str | None = None) -> CaptureAnalysis:
     """Analyse one TCP connection of a capture (default: the one with the most payload).
+
+    ``captured_at`` ("device" or "peer") says where the capture was taken when the caller knows
+    (netrepro's own captures are at the device side); otherwise it is judged from the timing.
 
     Raises NetreproError (one line) for a missing, empty or unreadable file, an unknown
     connection number or a device address that is not an endpoint. A readable capture without
@@ -653,6 +668,8 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
         raise NetreproError(f"capture {path} is empty (0 bytes)", "the capture was never written: check the link's log")
     if interval_s <= 0:
         raise NetreproError(f"interval {interval_s} s is not positive", "give a goodput interval > 0")
+    if captured_at not in (None, "device", "peer"):
+        raise NetreproError(f"captured_at '{captured_at}' is not a side", "give 'device' or 'peer'")
     out = _run_tshark(path)
     result = CaptureAnalysis(path=str(path), interval_s=interval_s, link_rate_bps=link_rate_bps)
     errors = [line for line in out.stderr if line and not line.startswith("Running as user")]
@@ -670,11 +687,12 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
                                 "give a pcap or pcapng file (a run keeps it as capture.pcap)")
         else:
             raise NetreproError(f"tshark cannot read {path}: {message}", "check the file with capinfos")
-    _analyse(result, out.rows, device_ip, conn)
+    _analyse(result, out.rows, device_ip, conn, captured_at)
     return result
 
 
-def _analyse(res: CaptureAnalysis, rows: list[list[str]], device_ip: str | None, conn: int | None) -> None:
+def _analyse(res: CaptureAnalysis, rows: list[list[str]], device_ip: str | None, conn: int | None,
+             captured_at: str | None = None) -> None:
     res.frames = len(rows)
     n_fields = len(_FIELDS)
     rows = [r for r in rows if len(r) == n_fields]
@@ -718,7 +736,7 @@ def _analyse(res: CaptureAnalysis, rows: list[list[str]], device_ip: str | None,
         res.conn_chosen_by = "asked for"
     res.conn = conn
     segs, ends = _segments([r for r in tcp_rows if int(r[c["stream"]]) == conn])
-    _connection_facts(res, segs, ends, device_ip)
+    _connection_facts(res, segs, ends, device_ip, captured_at)
 
 
 def _transport(protocols: str) -> str:
@@ -814,7 +832,8 @@ def _segments(rows: list[list[str]]) -> tuple[list[_Seg], list[Endpoint]]:
 # ============================================================== one connection
 
 
-def _connection_facts(res: CaptureAnalysis, segs: list[_Seg], ends: list[Endpoint], device_ip: str | None) -> None:
+def _connection_facts(res: CaptureAnalysis, segs: list[_Seg], ends: list[Endpoint], device_ip: str | None,
+                      captured_at: str | None = None) -> None:
     t0 = segs[0].t
     for s in segs:
         s.t -= t0
@@ -830,6 +849,8 @@ def _connection_facts(res: CaptureAnalysis, segs: list[_Seg], ends: list[Endpoin
     # ---- which side is the device, which is next to the capture point
     near, near_why = _near_side(segs, syn, synack)
     device_side, res.device_identified_by = _device_side(ends, device_ip, near, near_why, syn, synack, segs)
+    if captured_at is not None:  # the caller knows where it captured: no need to judge from the timing
+        near = device_side if captured_at == "device" else 1 - device_side
     name = {device_side: "device", 1 - device_side: "peer"}
     res.device, res.peer = ends[device_side], ends[1 - device_side]
     res.capture_near = name[near] if near is not None else "device"

@@ -89,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--conn", type=int, default=None, help="TCP stream number (default: the largest)")
     inspect.add_argument("--device", default=None, metavar="IP", help="the device's address (default: guessed)")
     inspect.add_argument("--rate", default=None, help="the link rate of the data direction, e.g. 43mbit")
+    inspect.add_argument("--captured-at", choices=("device", "peer"), default=None,
+                         help="where the capture was taken (default: judged from the timing)")
     inspect.add_argument("--json", action="store_true")
     inspect.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG and SVG plots here")
     inspect.set_defaults(func=cmd_inspect)
@@ -106,7 +108,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     rate = parse_rate(args.rate) if args.rate else None
-    analysis = load_capture(args.capture, device_ip=args.device, conn=args.conn, link_rate_bps=rate)
+    analysis = load_capture(args.capture, device_ip=args.device, conn=args.conn, link_rate_bps=rate,
+                            captured_at=args.captured_at)
     if args.json:
         print(json.dumps(analysis.summary(), indent=2))
     else:

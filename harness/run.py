@@ -102,7 +102,8 @@ def execute(platform: Platform, firmware: Firmware, link: LinkSpec, workload: Wo
 
 def analyse_run(result: RunResult, device_ip: str) -> CaptureAnalysis:
     """Add the capture's analysis and plots to the result of a finished run."""
-    analysis = load_capture(result.capture, device_ip=device_ip, link_rate_bps=data_rate_bps(result))
+    analysis = load_capture(result.capture, device_ip=device_ip, link_rate_bps=data_rate_bps(result),
+                            captured_at="device")
     result.analysis = analysis.summary()
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
              f"rtt {result.link['rtt_s'] * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")

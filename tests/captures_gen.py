@@ -156,9 +156,10 @@ class Scenario:
     rto: float = 0.25                     # retransmission timeout (doubles per repeat)
     fast_retransmit: bool = True          # retransmit after three duplicate ACKs
     handshake: bool = True                # False: the capture starts after the SYNs (scale unknown)
-    device_stall: tuple[float, float] | None = None  # (start, length): the device and its capture point stop;
-    # frames reaching the device are handled, and everything the capture had to stamp (the last frame the
-    # device sent before the stall too) is stamped, when it ends, as a capture process descheduled by the host
+    # (start, length): the device and its capture point stop, as when the host deschedules both. What reaches the
+    # device is handled when the stall ends; what the capture had to stamp meanwhile, and the last frame the device
+    # sent before it, is stamped then (a data segment stamped late: its ACK RTT falls below the path's)
+    device_stall: tuple[float, float] | None = None
     start: float = 1.0                    # capture time of the first frame
     device_port: int = 5001
     peer_port: int = 40000

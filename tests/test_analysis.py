@@ -10,7 +10,9 @@ tshark itself, run directly, is the oracle for frame and retransmission counts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -53,6 +55,13 @@ SEND_BUFFER = Scenario(duration=1.0, sender="device", client="peer", device_mss=
                        rcv_buf=64240, rtt=0.002, peer_wscale=7, rate_bps=100e6)
 LINK = Scenario(duration=1.0, sender="device", client="device", rcv_buf=262144, device_wscale=0, peer_wscale=7,
                 rate_bps=20e6, rtt=0.005)
+# openmv-n6 "wifi tx": lwIP sends with TCP_SND_BUF 16*MSS = 23360 to a Linux peer (port 5002) that advertises 65535
+# (no window scaling: lwIP does not offer it), ACKing every segment; 43 Mbit/s, 2.75 ms each way. The device needs
+# 0.33 ms per segment, which spreads its segments over the round trip as the emulated board's do: it refills the
+# buffer on each ACK and never pauses for long. Its CPU alone would allow 35 Mbit/s, the link 40.8 Mbit/s of
+# payload; the buffer allows 23360 B per round trip, ~32 Mbit/s.
+TX_SNDBUF = Scenario(duration=1.0, sender="device", client="device", peer_port=5002, snd_buf=23360, rcv_buf=65535,
+                     peer_wscale=7, rtt=0.0055, rate_bps=43e6, ack_every=1, send_cost=0.00033)
 
 
 def tshark_count(path: Path, display_filter: str | None = None) -> int:
@@ -126,6 +135,15 @@ def test_window_limited_receive(r1):
     a.expect_device_window(23360)
     a.expect_verdict("window-limited")
     a.expect_retransmissions(at_most=0)
+
+
+def test_a_known_capture_point_overrides_the_timing_guess(capdir, r1):
+    path, guessed = r1
+    told = load_capture(path, device_ip=DEVICE_IP, captured_at="peer")
+    assert guessed.capture_near == "device" and told.capture_near == "peer"
+    assert told.in_flight_source != guessed.in_flight_source
+    with pytest.raises(NetreproError, match="captured_at 'switch' is not a side"):
+        load_capture(path, captured_at="switch")
 
 
 def test_assertion_messages_show_what_was_observed(r1):
@@ -238,6 +256,107 @@ def test_send_buffer_limited_transmit(sndbuf):
     assert a.verdict == "send-buffer-limited", a.verdict_reason
     assert "2864" in a.verdict_reason
     assert a.goodput_mbps == pytest.approx(2864 * 8 / (a.rtt_ms / 1e3) / 1e6, rel=0.1)
+
+
+def _expect_tx_sndbuf(a: CaptureAnalysis, rate_mbps: float | None) -> None:
+    """What the openmv-n6 "wifi tx" shape must show: send-buffer-limited at a flat 23360 B."""
+    assert a.data_direction == "device->peer" and a.capture_near == "device"
+    assert a.window_scaling == "not negotiated"
+    a.expect_peer_window(65535)
+    assert a.in_flight_stats["p95"] == a.in_flight_stats["max"] == 23360
+    assert a.evidence["in_flight_ceiling"] == 23360 and a.evidence["in_flight_flat"] is True
+    assert a.verdict == "send-buffer-limited", a.verdict_reason
+    assert "plateaued at 23360 B" in a.verdict_reason and "window 65535 B" in a.verdict_reason
+    assert "\n" not in a.verdict_reason
+    assert a.goodput_mbps == pytest.approx(23360 * 8 / (a.rtt_ms / 1e3) / 1e6, rel=0.1)
+    if rate_mbps:
+        assert "below what the link carries" in a.verdict_reason
+        assert a.goodput_mbps < 0.85 * a.link_payload_mbps
+    else:
+        assert "no standing queue" in a.verdict_reason
+
+
+@pytest.mark.parametrize("rate", [43e6, None], ids=["link-rate", "no-link-rate"])
+def test_send_buffer_refilled_at_once_hardly_pauses(capdir, rate):
+    """The sender never idles for long, yet in flight sits flat at TCP_SND_BUF: still the send buffer."""
+    _, a = _load(capdir, "tx-sndbuf", TX_SNDBUF, device_ip=DEVICE_IP, link_rate_bps=rate)
+    _expect_tx_sndbuf(a, rate)
+    assert a.pause_shares["busy"] > 0.9 and a.pause_shares["ack_wait"] < 0.2  # short gaps only
+    assert a.evidence["goodput_per_ceiling_rtt"] == pytest.approx(1.0, abs=0.05)
+    assert a.evidence["base_rtt_ms"] >= 5.5
+
+
+@pytest.mark.parametrize("rate", [100e6, None], ids=["link-rate", "no-link-rate"])
+def test_send_buffer_drained_then_idle(capdir, rate):
+    """The same buffer over a faster link: it empties in a burst and the sender idles until ACKs return."""
+    sc = dataclasses.replace(TX_SNDBUF, rate_bps=100e6, send_cost=0.0)
+    _, a = _load(capdir, "tx-sndbuf-long", sc, device_ip=DEVICE_IP, link_rate_bps=rate)
+    _expect_tx_sndbuf(a, rate)
+    assert a.pause_shares["ack_wait"] > 0.5 and len(a.idle_gaps) > 100  # long gaps, one per round trip
+    assert "waited for ACKs" in a.verdict_reason
+
+
+def test_capture_stall_does_not_fake_a_standing_queue(capdir):
+    """openmv-n6 "wifi tx after": a data segment stamped 3 ms late by a stalled capture gave one ACK RTT of 2.9 ms
+    on a 5.5 ms path; as the base RTT that made the normal 5.9 ms look like a queue (link-limited)."""
+    sc = dataclasses.replace(TX_SNDBUF, device_stall=(0.5, 0.003))
+    _, a = _load(capdir, "tx-sndbuf-stall", sc, device_ip=DEVICE_IP, link_rate_bps=43e6)
+    assert min(v for _, v in a.rtt_samples) < 3e-3  # the late-stamped segment's sample is there
+    assert a.evidence["base_rtt_ms"] >= 5.5  # but it does not set the base RTT
+    assert "queue" not in a.verdict_reason
+    _expect_tx_sndbuf(a, 43e6)
+
+
+def test_growing_congestion_window_is_not_a_send_buffer(capdir):
+    """A sender held by a congestion window growing a segment per RTT waits for ACKs too, but in flight grows."""
+    sc = Scenario(duration=0.5, sender="device", client="device", cwnd=20 * 1460, rcv_buf=1 << 20, device_wscale=7,
+                  peer_wscale=7, rtt=0.0055, rate_bps=1e9)
+    _, a = _load(capdir, "cwnd", sc, device_ip=DEVICE_IP, link_rate_bps=1e9)
+    assert a.pause_shares["ack_wait"] > 0.5
+    peaks = a.evidence["in_flight_slice_peaks"]
+    assert peaks == sorted(peaks) and peaks[-1] > 3 * peaks[0]
+    assert a.evidence["in_flight_flat"] is False
+    assert a.verdict == "unknown", a.verdict_reason
+    assert "no fixed ceiling" in a.verdict_reason and "congestion window" in a.verdict_reason
+
+
+def _real_n6_tx_run(case: str) -> Path | str:
+    """A netrepro openmv-n6 run folder for case ("before"/"after"), or why there is none.
+
+    $NETREPRO_N6_RUNS names the reproduce folder; otherwise the newest /tmp/repro/* holding an
+    openmv-n6 report with that case.
+    """
+    env = os.environ.get("NETREPRO_N6_RUNS")
+    roots = [Path(env)] if env else sorted(Path("/tmp/repro").glob("*/"), key=lambda d: d.stat().st_mtime,
+                                           reverse=True)
+    for root in roots:
+        run = root / f"wifi-tx-{case}-1"
+        try:
+            report = json.loads((root / "reproduce.json").read_text()).get("report")
+        except (OSError, ValueError):
+            continue
+        if report == "openmv-n6" and all((run / f).is_file() for f in ("capture.pcap", "result.json", "link.json")):
+            return run
+    where = env or "/tmp/repro"
+    return f"no openmv-n6 wifi-tx-{case}-1 run (capture.pcap, result.json, link.json) under {where}"
+
+
+@pytest.mark.parametrize("case", ["before", "after"])
+def test_real_lwip_transmit_runs_are_send_buffer_limited(case):
+    """The netrepro runs the synthetic twins above stand for, when they are still on disk."""
+    run = _real_n6_tx_run(case)
+    if isinstance(run, str):
+        pytest.skip(run)
+    result = json.loads((run / "result.json").read_text())
+    link = json.loads((run / "link.json").read_text())
+    snd_buf = result["options"]["TCP_SND_BUF"]
+    a = load_capture(run / "capture.pcap", device_ip=DEVICE_IP, link_rate_bps=link["to_peer"]["rate_bps"])
+    assert a.verdict == "send-buffer-limited", a.verdict_reason
+    assert a.evidence["in_flight_ceiling"] == snd_buf and f"plateaued at {snd_buf} B" in a.verdict_reason
+    assert "window 65535 B" in a.verdict_reason
+    path_rtt = link["to_peer"]["delay_s"] + link["to_device"]["delay_s"]
+    assert a.evidence["base_rtt_ms"] >= path_rtt * 1e3  # capture at the sender: no RTT below the path's
+    assert a.goodput_mbps == pytest.approx(snd_buf * 8 / (a.rtt_ms / 1e3) / 1e6, rel=0.1)
 
 
 def test_cpu_bound_sender_is_not_blamed_on_window_or_buffer(capdir):
