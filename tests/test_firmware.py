@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
-from harness.build import build_firmware
+from harness.build import build_firmware, lwip_tree
 from harness.engine import QemuEngine
 from harness.errors import NetreproError
 from harness.profile import resolve_profile
@@ -96,3 +98,20 @@ def test_cli_boot_json_on_a_warm_cache(n6, tree):
     assert result["platform"] == "openmv-n6" and result["profile"] == "mp-n6-before"
     assert result["options"]["TCP_MSS"] == 1460 and result["rebuilt"] is False
     assert 0 < result["boot_seconds"] < elapsed < 10
+
+
+def test_a_users_own_lwip_tree_is_built_and_a_wrong_one_is_named(n6, tree, tmp_path, no_leftovers):
+    fork = tmp_path / "lwip-fork"
+    shutil.copytree(tree, fork, ignore=shutil.ignore_patterns("doc", "test", "contrib", "debian"))
+    init_h = fork / "src" / "include" / "lwip" / "init.h"
+    init_h.write_text(re.sub(r"(#define LWIP_VERSION_REVISION\s+)\d+", r"\g<1>9", init_h.read_text()))
+    firmware = build_firmware(n6, resolve_profile(n6, "mp-n6-after"), lwip_tree(fork))
+    assert firmware.lwip_version == "2.1.9" and firmware.rebuilt
+    engine, console = _boot(n6, firmware, tmp_path)
+    with engine:
+        assert console.banner.lwip == "2.1.9" and console.opts()["TCP_WND"] == 46720
+
+    env = {**os.environ, "NETREPRO_LWIP_TREE": str(tmp_path), "CI": "true"}
+    cli = subprocess.run([sys.executable, "-m", "harness.cli", "boot", "openmv-n6"], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert cli.returncode == 2 and "is not an lwIP source tree" in cli.stderr and cli.stderr.count("\n") == 1
