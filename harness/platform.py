@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import NetreproError
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from harness.paths import PROJECT_ROOT
 
 # section -> {key: required?}; a section marked required must be present.
 _SCHEMA: dict[str, dict[str, bool]] = {

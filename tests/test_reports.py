@@ -1,7 +1,8 @@
 """The reports' claims, pinned: exact values (MSS, windows) and robust ratios, from real runs.
 
-Each test reproduces some cases of a report with `harness.reproduce` (firmware, link, peer,
-capture, analysis) and checks the claims netrepro reproduces. Claims it cannot reproduce on
+Each test reproduces some cases of a report through the plugin's `netrepro` fixture (firmware,
+link, peer, capture, analysis; run folders kept when a test fails) and checks the claims
+netrepro reproduces. Claims it cannot reproduce on
 these stand-ins (RT1060 TX after/before >= 2, RT1060 MSS-800 ethernet at 85 Mbit/s) are
 explained in the README; they are not asserted here as if they held.
 """
@@ -10,14 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.reproduce import reproduce
-
 pytestmark = pytest.mark.real
 
 
-def cases(report, tmp_path, names, repeats=1, seconds=6.0):
-    document = reproduce(report, out=tmp_path, repeats=repeats, seconds=seconds, only=names)
-    found = {c["case"]: c for c in document["cases"]}
+def cases(netrepro, report, names, repeats=1, seconds=6.0):
+    found = netrepro.reproduce(report, names, repeats=repeats, seconds=seconds)
     assert set(found) == set(names), f"cases run: {sorted(found)}"
     for case in found.values():
         assert case["median_mbps"] is not None, f"{case['case']} failed: {case['error']}"
@@ -28,8 +26,8 @@ def claim(case):
     return f"{case['case']}: {case['median_mbps']} Mbit/s, {case['verdict']} ({'; '.join(case['claim_notes'])})"
 
 
-def test_n6_wifi_window_before_and_after(tmp_path):
-    found = cases("openmv-n6", tmp_path, ["wifi rx before", "wifi rx after", "wifi tx before", "wifi tx after"])
+def test_n6_wifi_window_before_and_after(netrepro):
+    found = cases(netrepro, "openmv-n6", ["wifi rx before", "wifi rx after", "wifi tx before", "wifi tx after"])
     before, after = found["wifi rx before"], found["wifi rx after"]
     for case, window in ((before, 23360), (after, 46720)):
         assert case["device_mss"] == 1460 and case["device_window_max"] == window, claim(case)
@@ -42,16 +40,16 @@ def test_n6_wifi_window_before_and_after(tmp_path):
     assert all(c["claim_holds"] is not False for c in found.values()), [claim(c) for c in found.values()]
 
 
-def test_n6_ethernet_is_not_window_limited(tmp_path):
-    found = cases("openmv-n6", tmp_path, ["ethernet rx before", "ethernet rx after"], repeats=3)
+def test_n6_ethernet_is_not_window_limited(netrepro):
+    found = cases(netrepro, "openmv-n6", ["ethernet rx before", "ethernet rx after"], repeats=3)
     before, after = found["ethernet rx before"], found["ethernet rx after"]
     assert abs(after["median_mbps"] - before["median_mbps"]) <= 0.15 * before["median_mbps"], \
         f"{claim(before)} / {claim(after)}"
     assert before["verdict"] != "window-limited", claim(before)
 
 
-def test_rt1060_wifi_mss_window_and_rx(tmp_path):
-    found = cases("openmv-rt1060", tmp_path, ["wifi rx before", "wifi rx after", "wifi tx before", "wifi tx after"])
+def test_rt1060_wifi_mss_window_and_rx(netrepro):
+    found = cases(netrepro, "openmv-rt1060", ["wifi rx before", "wifi rx after", "wifi tx before", "wifi tx after"])
     rx_before, rx_after = found["wifi rx before"], found["wifi rx after"]
     assert (rx_before["device_mss"], rx_before["device_window_max"]) == (800, 6400), claim(rx_before)
     assert (rx_after["device_mss"], rx_after["device_window_max"]) == (1460, 10220), claim(rx_after)
@@ -63,8 +61,8 @@ def test_rt1060_wifi_mss_window_and_rx(tmp_path):
     assert tx_after["median_mbps"] >= 1.2 * tx_before["median_mbps"], f"{claim(tx_before)} / {claim(tx_after)}"
 
 
-def test_rt1060_ethernet_after_reaches_line_rate(tmp_path):
-    found = cases("openmv-rt1060", tmp_path, ["ethernet tx after", "ethernet rx after"], repeats=3)
+def test_rt1060_ethernet_after_reaches_line_rate(netrepro):
+    found = cases(netrepro, "openmv-rt1060", ["ethernet tx after", "ethernet rx after"], repeats=3)
     for case in found.values():
         assert case["median_mbps"] >= 80, claim(case)   # report 91; the claim's 85 is in the benchmark
         assert case["device_mss"] == 1460, claim(case)

@@ -1,0 +1,151 @@
+"""pytest plugin (entry point `pytest11`): the `netrepro` fixture, in the style of pytest-embedded's `dut`.
+
+    def test_window(netrepro):
+        result = netrepro.run("openmv-n6", lwip="mp-n6-after", link="wifi", workload="sock-rx", seconds=5)
+        capture = netrepro.capture(result)
+        capture.expect_device_window(46720)
+        assert result.throughput_mbps > 30
+
+    @pytest.mark.parametrize("profile", ["mp-n6-before", "mp-n6-after"])
+    def test_both(netrepro, profile): ...
+
+Options: --netrepro-lwip-tree DIR (your lwIP), --netrepro-runs DIR (where run folders go),
+--netrepro-keep (keep run folders of passing tests too). A failing test keeps its run folders
+and names them in its report; throughput and windows go into the JUnit XML as properties.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.analysis import CaptureAnalysis, load_capture
+from harness.build import Firmware, build_firmware, lwip_tree
+from harness.link import LinkSpec
+from harness.platform import load_platform
+from harness.profile import resolve_profile
+from harness.reproduce import reproduce
+from harness.run import RunResult, data_rate_bps, execute
+from harness.session import Session, device_paced, make_run_dir
+from harness.workload import Workload
+
+_RUN_DIRS = pytest.StashKey[list[Path]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("netrepro", "netrepro: emulated boards running lwIP")
+    group.addoption("--netrepro-lwip-tree", metavar="DIR", default=None,
+                    help="lwIP source tree to build (default: $NETREPRO_LWIP_TREE, else Debian's 2.1.3)")
+    group.addoption("--netrepro-runs", metavar="DIR", default=None,
+                    help="where run folders go (default: pytest's temporary directory)")
+    group.addoption("--netrepro-keep", action="store_true", default=False,
+                    help="keep the run folders of passing tests too")
+
+
+class Netrepro:
+    """Boards, links and workloads for one test; every run folder is recorded for the report."""
+
+    def __init__(self, request: pytest.FixtureRequest, runs_root: Path) -> None:
+        self.request = request
+        self.runs_root = runs_root
+        self.tree = lwip_tree(request.config.getoption("--netrepro-lwip-tree"))
+        self.run_dirs: list[Path] = request.node.stash.setdefault(_RUN_DIRS, [])
+
+    def firmware(self, platform: str, lwip: str | None = None, include: list[str] | None = None,
+                 options: dict[str, Any] | None = None) -> Firmware:
+        """Build (or reuse) a board's firmware: a profile name or a lwipopts.h path, plus overrides."""
+        board = load_platform(platform)
+        overrides = [f"{k}={v}" for k, v in (options or {}).items()]
+        return build_firmware(board, resolve_profile(board, lwip, include, overrides, self.tree), self.tree)
+
+    def link(self, platform: str, link: str | None = None, **overrides: Any) -> LinkSpec:
+        """A link from the platform's preset (None: unshaped) with netem-style overrides (rtt="5.5ms", ...)."""
+        preset = load_platform(platform).link_preset(link) if link else {}
+        return LinkSpec.from_preset(preset).override(**overrides)
+
+    def run(self, platform: str, lwip: str | None = None, *, link: str | None = None, workload: str = "rx",
+            seconds: float = 10.0, bytes: int | None = None, chunk: int = 1460, warmup: float = 0.0,
+            include: list[str] | None = None, options: dict[str, Any] | None = None,
+            **link_overrides: Any) -> RunResult:
+        """Build, boot, run one workload over the link and analyse the capture."""
+        board = load_platform(platform)
+        firmware = self.firmware(platform, lwip, include, options)
+        spec = self.link(platform, link, **link_overrides)
+        run_dir = self._run_dir(board.name, firmware.profile.name)
+        result = execute(board, firmware, spec, Workload(workload, seconds, bytes, chunk, warmup), run_dir)
+        self._record(result)
+        return result
+
+    @contextlib.contextmanager
+    def board(self, platform: str, lwip: str | None = None, *, link: str | None = None,
+              include: list[str] | None = None, options: dict[str, Any] | None = None,
+              **link_overrides: Any) -> Iterator[Session]:
+        """A booted board behind its link, for tests that drive the console themselves (`.console`)."""
+        board = load_platform(platform)
+        firmware = self.firmware(platform, lwip, include, options)
+        run_dir = self._run_dir(board.name, firmware.profile.name)
+        with Session(board, firmware, run_dir, device_paced(self.link(platform, link, **link_overrides), board)) \
+                as rig:
+            yield rig
+
+    def capture(self, result: RunResult) -> CaptureAnalysis:
+        """The run's capture, analysed, with the expect_* assertion helpers."""
+        return load_capture(result.capture, device_ip="10.77.0.2", captured_at="device",
+                            link_rate_bps=data_rate_bps(result))
+
+    def reproduce(self, report: str, cases: list[str] | None = None, repeats: int | None = None,
+                  seconds: float | None = None) -> dict[str, dict[str, Any]]:
+        """Cases of a report (reports/<name>.toml), by case name."""
+        document = reproduce(report, out=self.runs_root, repeats=repeats, seconds=seconds, only=cases,
+                             lwip_tree_path=str(self.tree))
+        self.run_dirs.append(Path(document["run_dir"]))
+        for case in document["cases"]:
+            for key in ("median_mbps", "device_window_max", "verdict"):
+                self.request.node.user_properties.append((f"{case['case']}.{key}", case[key]))
+        return {case["case"]: case for case in document["cases"]}
+
+    def _run_dir(self, platform: str, profile: str) -> Path:
+        run_dir = make_run_dir(self.runs_root, platform, profile)
+        self.run_dirs.append(run_dir)
+        return run_dir
+
+    def _record(self, result: RunResult) -> None:
+        window = (result.analysis.get("device_window") or {})
+        for key, value in (("throughput_mbps", result.throughput_mbps), ("device_window", window.get("median")),
+                           ("device_mss", result.analysis.get("device_mss")),
+                           ("verdict", result.analysis.get("verdict")), ("run_dir", result.run_dir)):
+            self.request.node.user_properties.append((f"{result.profile}.{key}", value))
+
+
+@pytest.fixture(scope="session")
+def netrepro_runs_root(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = request.config.getoption("--netrepro-runs")
+    return Path(chosen).resolve() if chosen else tmp_path_factory.mktemp("netrepro-runs")
+
+
+@pytest.fixture
+def netrepro(request: pytest.FixtureRequest, netrepro_runs_root: Path) -> Netrepro:
+    """Build, boot, link and run emulated boards; run folders are kept when the test fails."""
+    return Netrepro(request, netrepro_runs_root)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    run_dirs = item.stash.get(_RUN_DIRS, [])
+    if report.when != "call" or not run_dirs:
+        return
+    if report.failed:
+        listing = "\n".join(f"  {d}" for d in run_dirs)
+        report.sections.append(("netrepro run folders (kept: capture, console log, plots)", listing))
+        if hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection("netrepro run folders kept", listing)
+    elif not item.config.getoption("--netrepro-keep"):
+        for run_dir in run_dirs:
+            shutil.rmtree(run_dir, ignore_errors=True)
