@@ -2,8 +2,8 @@
 
     python benchmarks/rx_bound_bench.py [--repeats 3] [--seconds 8]
 
-Writes benchmarks/results/rx_bound.json and rx_bound.md. The RTT is the one the capture shows
-at the device side: from the device's SYN-ACK to the peer's ACK.
+Writes benchmarks/results/rx_bound.json and rx_bound.md. The RTT is the one the capture's
+analysis measured (harness.analysis: the sender's RTT, the device's own turnaround included).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import struct
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.build import build_firmware, lwip_tree  # noqa: E402
-from harness.link import LinkSpec, read_pcap  # noqa: E402
+from harness.link import LinkSpec  # noqa: E402
 from harness.platform import load_platform  # noqa: E402
 from harness.profile import resolve_profile  # noqa: E402
 from harness.run import execute  # noqa: E402
@@ -30,31 +29,12 @@ from harness.workload import Workload  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def handshake_rtt(pcap: Path, port: int = 5001) -> float:
-    """Device SYN-ACK -> peer ACK, at the device side, for the first connection to port."""
-    synack_t = None
-    for t, frame in read_pcap(pcap):
-        if frame[12:14] != b"\x08\x00" or frame[23] != 6:
-            continue
-        tcp = frame[14 + (frame[14] & 0x0F) * 4:]
-        sport, dport = struct.unpack("!HH", tcp[:4])
-        flags = tcp[13]
-        if port not in (sport, dport):
-            continue
-        if flags & 0x12 == 0x12 and synack_t is None:
-            synack_t = t
-        elif synack_t is not None and flags & 0x10 and not flags & 0x02:
-            return t - synack_t
-    raise RuntimeError(f"no handshake on port {port} in {pcap}")
-
-
 def one_run(platform, firmware, link: LinkSpec, seconds: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp:
         result = execute(platform, firmware, link, Workload("rx", seconds=seconds), Path(tmp))
-        rtt = handshake_rtt(Path(tmp) / "capture.pcap")
         lost = result.link_counters["to_device"]["frames_out"] - result.device_stats.get("nic.rx_frames", 0)
-        return {"mbps": result.throughput_mbps, "rtt_ms": rtt * 1e3, "window": result.options["TCP_WND"],
-                "lost_in_nic": lost}
+        return {"mbps": result.throughput_mbps, "rtt_ms": result.analysis["rtt_ms"],
+                "window": result.options["TCP_WND"], "lost_in_nic": lost, "verdict": result.analysis["verdict"]}
 
 
 def main() -> int:
@@ -77,7 +57,7 @@ def main() -> int:
         row = {"kind": kind, "profile": profile, "rtt": rtt, "rate": rate, "window": runs[0]["window"],
                "median_mbps": statistics.median(mbps), "min_mbps": min(mbps), "max_mbps": max(mbps),
                "capture_rtt_ms": rtt_ms, "bound_mbps": bound, "share_of_bound": statistics.median(mbps) / bound,
-               "lost_in_nic": [r["lost_in_nic"] for r in runs]}
+               "lost_in_nic": [r["lost_in_nic"] for r in runs], "verdicts": [r["verdict"] for r in runs]}
         rows.append(row)
         print(json.dumps(row), flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -86,11 +66,12 @@ def main() -> int:
                                                         "seconds": args.seconds, "rows": rows}, indent=2) + "\n")
     lines = [f"# openmv-n6 rx against its bound ({stamp}; {args.repeats} runs of {args.seconds:g} s each)", "",
              "| case | profile | link | TCP_WND | median (min-max) Mbit/s | capture RTT | bound | share | "
-             "frames lost in QEMU's NIC |", "|---|---|---|---|---|---|---|---|---|"]
+             "frames lost in QEMU's NIC | verdicts |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['profile']} | {r['rtt']} / {r['rate']} | {r['window']} | "
                      f"{r['median_mbps']:.1f} ({r['min_mbps']:.1f}-{r['max_mbps']:.1f}) | {r['capture_rtt_ms']:.2f} ms"
-                     f" | {r['bound_mbps']:.1f} | {r['share_of_bound']:.2f} | {r['lost_in_nic']} |")
+                     f" | {r['bound_mbps']:.1f} | {r['share_of_bound']:.2f} | {r['lost_in_nic']} | "
+                     f"{', '.join(r['verdicts'])} |")
     (RESULTS / "rx_bound.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
