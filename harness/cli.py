@@ -12,17 +12,27 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.analysis import format_table, load_capture
+from harness.baseline import (
+    MAX_DROP,
+    compare_to_baseline,
+    load_baseline,
+    parse_fraction,
+    save_baseline,
+    setup_differences,
+)
+from harness.bisect import add_bisect_parser
 from harness.build import LWIP_TREE_ENV, build_firmware, lwip_tree
+from harness.compare import TWO_WAY_WORKLOADS, Configuration, compare, format_comparison
 from harness.engine import QemuEngine
 from harness.errors import NetreproError
 from harness.link import LinkSpec, parse_rate, parse_size
-from harness.platform import load_platform, platform_names
+from harness.platform import Platform, load_platform, platform_names
 from harness.plots import plot_capture
 from harness.profile import resolve_profile
 from harness.progress import Progress
 from harness.reproduce import format_report, reproduce
 from harness.run import RunResult, execute
-from harness.session import make_run_dir
+from harness.session import device_paced, make_run_dir
 from harness.workload import WORKLOADS, Workload
 
 
@@ -71,7 +81,39 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the result JSON")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    base = run.add_argument_group("baselines (store: ./.netrepro/baselines, $NETREPRO_BASELINES or --baseline-dir)")
+    keep = base.add_mutually_exclusive_group()
+    keep.add_argument("--save-baseline", metavar="NAME", help="keep this run's figures and options as baseline NAME")
+    keep.add_argument("--against", metavar="NAME",
+                      help="check this run against baseline NAME: exit 3 if throughput drops by more than "
+                           "--max-drop or the MSS, max window or an option changes")
+    base.add_argument("--max-drop", type=_fraction, default=None, metavar="FRACTION",
+                      help=f"largest throughput drop --against allows (default {MAX_DROP:g}; 0.15 or 15%%)")
+    base.add_argument("--baseline-dir", type=Path, default=None, metavar="DIR", help="the baseline store")
     run.set_defaults(func=cmd_run)
+
+    comp = sub.add_parser("compare", help="two lwIP configurations side by side: options that differ, figures, "
+                                          "verdicts and what to change")
+    comp.add_argument("platform")
+    comp.add_argument("--lwip", action=_ConfigurationAction, metavar="PROFILE_OR_PATH",
+                      help="a configuration: a profile name or the path of a lwipopts.h; give it twice (A, B)")
+    comp.add_argument("-I", "--include", action=_ConfigurationAction, metavar="DIR",
+                      help="include directory for the configuration before it (before the first --lwip: both)")
+    comp.add_argument("--set", action=_ConfigurationAction, metavar="NAME=VALUE",
+                      help="override one option of the configuration before it (before the first --lwip: both)")
+    comp.add_argument("--lwip-tree", metavar="DIR",
+                      help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
+    comp.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
+    _link_args(comp)
+    comp.add_argument("--workload", default="rx", choices=[w for w in WORKLOADS if w not in TWO_WAY_WORKLOADS])
+    comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
+    comp.add_argument("--chunk", type=_size, default=1460, help="discard and sock-*: bytes per write or read")
+    comp.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
+    comp.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
+    comp.add_argument("--json", action="store_true", help="print the whole comparison as one JSON document")
+    comp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
+    comp.add_argument("--quiet", action="store_true", help="no progress lines")
+    comp.set_defaults(func=cmd_compare, configurations=None, shared=None)
 
     repro = sub.add_parser("reproduce", help="reproduce a report end to end and print its table")
     repro.add_argument("report", nargs="?", default="openmv-n6", help="report name (default openmv-n6)")
@@ -83,6 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     repro.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
     repro.add_argument("--quiet", action="store_true", help="no progress lines")
     repro.set_defaults(func=cmd_reproduce)
+
+    add_bisect_parser(sub)
 
     inspect = sub.add_parser("inspect", help="what a capture shows: MSS, windows, RTT, goodput, the bottleneck")
     inspect.add_argument("capture", type=Path)
@@ -104,6 +148,40 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(json.dumps(document, indent=2) if args.json else format_report(document))
     failed = [c for c in document["cases"] if c["median_mbps"] is None]
     return 1 if failed else 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    configs = args.configurations or []
+    if len(configs) != 2:
+        raise NetreproError(f"compare needs two configurations, got {len(configs)}",
+                            "give --lwip twice, e.g. --lwip mp-n6-before --lwip mp-n6-after")
+    shared = args.shared or {"include": [], "set": []}
+    configurations = [Configuration(c["lwip"], tuple(shared["include"] + c["include"]),
+                                    tuple(shared["set"] + c["set"])) for c in configs]
+    progress = Progress(quiet=args.quiet or args.json)
+    platform = load_platform(args.platform)
+    link = _link_spec(args, platform)
+    workload = Workload(args.workload, seconds=args.seconds, chunk=args.chunk)
+    document = compare(platform.name, configurations, link, workload, link_name=_link_name(args),
+                       repeats=args.repeats, out=args.out, progress=progress, lwip_tree_path=args.lwip_tree,
+                       boot_timeout=args.timeout)
+    print(json.dumps(document, indent=2) if args.json else format_comparison(document))
+    return 1 if any(c["median_mbps"] is None for c in document["configurations"]) else 0
+
+
+class _ConfigurationAction(argparse.Action):
+    """--lwip starts a configuration; -I and --set belong to the --lwip before them (before the first: to both)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        configs = list(namespace.configurations or [])
+        if self.dest == "lwip":
+            configs.append({"lwip": values, "include": [], "set": []})
+        else:
+            if not configs and namespace.shared is None:
+                namespace.shared = {"include": [], "set": []}
+            (configs[-1] if configs else namespace.shared)[self.dest].append(values)
+        namespace.configurations = configs
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -150,6 +228,27 @@ def _link_args(parser: argparse.ArgumentParser) -> None:
                            metavar=name.split("_")[0].upper())
 
 
+def _fraction(text: str) -> float:
+    try:
+        return parse_fraction(text)
+    except NetreproError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _link_spec(args: argparse.Namespace, platform: Platform) -> LinkSpec:
+    """The --link preset with the command line's overrides."""
+    preset = platform.link_preset(args.link) if args.link else {}
+    overrides = {name: getattr(args, f"link_{name}") for name in _LINK_OPTIONS}
+    return LinkSpec.from_preset(preset).override(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _link_name(args: argparse.Namespace) -> str:
+    """The preset's name and the overrides given, e.g. "wifi, rtt=10ms"."""
+    given = [f"{name}={getattr(args, f'link_{name}')}" for name in _LINK_OPTIONS
+             if getattr(args, f"link_{name}") is not None]
+    return ", ".join([args.link or "direct", *given])
+
+
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -189,22 +288,53 @@ def cmd_run(args: argparse.Namespace) -> int:
     platform = load_platform(args.platform)
     tree = lwip_tree(args.lwip_tree)
     profile = resolve_profile(platform, args.lwip, args.include, args.set, tree)
-    preset = platform.link_preset(args.link) if args.link else {}
-    overrides = {name: getattr(args, f"link_{name}") for name in _LINK_OPTIONS}
-    link = LinkSpec.from_preset(preset).override(**{k: v for k, v in overrides.items() if v is not None})
+    link = _link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk,
                         warmup_s=args.warmup)
+    if args.max_drop is not None and not args.against:
+        raise NetreproError("--max-drop applies to --against", "give --against NAME too, or leave --max-drop out")
+    baseline = load_baseline(args.against, args.baseline_dir) if args.against else None
+    if baseline is not None:
+        differences = setup_differences(baseline, platform.name, workload.describe(),
+                                        device_paced(link, platform).as_dict())
+        if differences:
+            more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
+            raise NetreproError(f"this run is not comparable with baseline '{args.against}': {differences[0]}{more}",
+                                f"run it as the baseline was: platform {baseline.get('platform')}, link "
+                                f"{baseline.get('link_name') or 'direct'}, workload {baseline['workload']['name']}")
     firmware = build_firmware(platform, profile, tree, progress.step)
     run_dir = make_run_dir(args.out, platform.name, profile.name)
     try:
         result = execute(platform, firmware, link, workload, run_dir, progress, boot_timeout=args.timeout)
     except NetreproError as exc:
         raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
+    document = asdict(result)
+    lines, code = [], 0
+    if baseline is not None:
+        max_drop = MAX_DROP if args.max_drop is None else args.max_drop
+        failures = compare_to_baseline(result, baseline, max_drop)
+        check = {"name": args.against, "path": baseline["path"], "max_drop": max_drop, "matches": not failures,
+                 "failures": failures}
+        (run_dir / "baseline-check.json").write_text(json.dumps(check, indent=2) + "\n")
+        document["baseline_check"] = check
+        if failures:
+            code = 3
+            lines = [f"baseline {args.against}: {len(failures)} difference{'s' if len(failures) > 1 else ''} "
+                     f"({baseline['path']}); run folder {run_dir}", *(f"  FAIL {f}" for f in failures)]
+        else:
+            lines = [f"baseline {args.against}: matches (throughput within {max_drop:.0%}, MSS, window and options "
+                     f"the same; {baseline['path']})"]
+    if args.save_baseline:
+        path = save_baseline(result, args.save_baseline, args.baseline_dir, link_name=_link_name(args))
+        document["baseline_saved"] = str(path)
+        lines = [f"baseline {args.save_baseline} saved: {path}"]
     if args.json:
-        print(json.dumps(asdict(result), indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(format_result(result))
-    return 0
+    for line in lines:
+        print(line, file=sys.stderr if args.json else sys.stdout)
+    return code
 
 
 def format_result(result: RunResult) -> str:

@@ -113,7 +113,7 @@ def analyse_run(result: RunResult, device_ip: str) -> CaptureAnalysis:
 
 def data_rate_bps(result: RunResult) -> float | None:
     """The link rate in the workload's main data direction (pacing into the device included)."""
-    direction = result.link["to_peer" if result.workload["name"] in ("tx", "discard") else "to_device"]
+    direction = result.link["to_peer" if result.workload["name"] in ("tx", "discard", "sock-tx") else "to_device"]
     rates = [r for r in (direction.get("rate_bps"), direction.get("pace_bps")) if r]
     return float(min(rates)) if rates else None
 
