@@ -20,7 +20,7 @@ from harness.platform import Platform
 from harness.plots import plot_capture
 from harness.progress import Progress
 from harness.session import Session, device_paced
-from harness.workload import Transfer, Workload, run_workload
+from harness.workload import DEVICE_SENDS, Transfer, Workload, run_workload
 
 
 @dataclass
@@ -113,7 +113,7 @@ def analyse_run(result: RunResult, device_ip: str) -> CaptureAnalysis:
 
 def data_rate_bps(result: RunResult) -> float | None:
     """The link rate in the workload's main data direction (pacing into the device included)."""
-    direction = result.link["to_peer" if result.workload["name"] in ("tx", "discard", "sock-tx") else "to_device"]
+    direction = result.link["to_peer" if result.workload["name"] in DEVICE_SENDS else "to_device"]
     rates = [r for r in (direction.get("rate_bps"), direction.get("pace_bps")) if r]
     return float(min(rates)) if rates else None
 

@@ -25,6 +25,7 @@ from harness.process import stop_process
 from harness.session import Session
 
 WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx")
+DEVICE_SENDS = ("tx", "discard", "sock-tx")  # workloads whose data flows device -> peer
 IPERF_PORT = 5001
 SOCK_PORT = 5002
 DISCARD_BYTES = 8 * 1024 * 1024
@@ -68,7 +69,7 @@ class Transfer:
 def run_workload(rig: Session, workload: Workload) -> list[Transfer]:
     """Run the workload on a started rig; one Transfer per direction measured."""
     if workload.warmup_s > 0:
-        warm = Workload("tx" if workload.name in ("tx", "discard") else "rx", seconds=workload.warmup_s)
+        warm = Workload("tx" if workload.name in DEVICE_SENDS else "rx", seconds=workload.warmup_s)
         _dispatch(rig, warm, tag="warmup")
     return _dispatch(rig, workload, tag="")
 
