@@ -22,7 +22,12 @@ uint32_t netrepro_rand(void);
 
 /* lwIP's heap and pools (ram_heap, memp_memory_*) go to the big BULK region
    so a profile's MEM_SIZE / PBUF_POOL_SIZE cannot overflow DTCM. */
+/* A board without a .bulk region (ethernut2: everything is in external RAM)
+   defines NR_BULK_ATTR empty, which leaves the arrays in .bss. */
+#ifndef NR_BULK_ATTR
+#define NR_BULK_ATTR __attribute__((section(".bulk")))
+#endif
 #define LWIP_DECLARE_MEMORY_ALIGNED(variable_name, size) \
-  u8_t variable_name[LWIP_MEM_ALIGN_BUFFER(size)] __attribute__((section(".bulk")))
+  u8_t variable_name[LWIP_MEM_ALIGN_BUFFER(size)] NR_BULK_ATTR
 
 #endif
