@@ -30,9 +30,7 @@ import os
 import posixpath
 import re
 import shutil
-import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -642,27 +640,3 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     result = bisection.run()
     print(json.dumps(result.document(), indent=2) if args.json else format_bisect(result, steps=False))
     return 0 if result.exact else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.bisect bisect ...`: the subcommand on its own, as `netrepro bisect` runs it."""
-    parser = argparse.ArgumentParser(prog="netrepro")
-    add_bisect_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM unwinds like Ctrl-C, as in harness.cli
-    try:
-        return int(args.func(args) or 0)
-    except NetreproError as exc:
-        print(f"netrepro: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("netrepro: interrupted; everything the run started has been stopped", file=sys.stderr)
-        return 130
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-if __name__ == "__main__":
-    sys.exit(main())

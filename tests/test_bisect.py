@@ -7,7 +7,6 @@ link with 2 s receive runs, judging by the window the device advertised.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
@@ -52,17 +51,9 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-@functools.cache
-def _entry() -> list[str]:
-    """`netrepro` once harness.cli has the subcommand, else the module's own entry point."""
-    wired = subprocess.run([sys.executable, "-m", "harness.cli", "bisect", "--help"], capture_output=True,
-                           text=True, env=_ENV, check=False).returncode == 0
-    return [sys.executable, "-m", "harness.cli" if wired else "harness.bisect"]
-
-
 def _netrepro(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*_entry(), *args], capture_output=True, text=True, timeout=timeout, env=_ENV,
-                          check=False)
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=_ENV, check=False)
 
 
 def _one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> str:
