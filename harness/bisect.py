@@ -38,6 +38,7 @@ from typing import Any
 
 from harness.build import build_firmware, lwip_tree
 from harness.cache import cache_dir
+from harness.cli_args import add_link_args, link_spec, size_arg
 from harness.errors import NetreproError
 from harness.link import LinkSpec
 from harness.platform import Platform, load_platform
@@ -551,7 +552,6 @@ def format_bisect(result: BisectResult, steps: bool = True) -> str:
 
 def add_bisect_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add `bisect` to the `netrepro` subcommands (argparse's add_subparsers() object)."""
-    from harness.cli import _link_args, _size  # here: harness.cli imports this module
 
     parser = subparsers.add_parser(
         "bisect", help="find the commit of a git repository (your lwIP tree or lwipopts.h) that made a run fail",
@@ -575,11 +575,11 @@ def add_bisect_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--lwip-tree", metavar="DIR",
                         help="with --lwipopts: the lwIP tree to build against (default: as for run)")
     parser.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
-    _link_args(parser)
+    add_link_args(parser)
     parser.add_argument("--workload", default="rx", choices=WORKLOADS)
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run (default 3)")
-    parser.add_argument("--bytes", type=_size, default=None, help="byte-count variant (discard: default 8 MiB)")
-    parser.add_argument("--chunk", type=_size, default=1460, help="discard/sock-*: bytes per write")
+    parser.add_argument("--bytes", type=size_arg, default=None, help="byte-count variant (discard: default 8 MiB)")
+    parser.add_argument("--chunk", type=size_arg, default=1460, help="discard/sock-*: bytes per write")
     criterion = parser.add_mutually_exclusive_group(required=True)
     criterion.add_argument("--min-mbps", type=float, metavar="X", help="good if the throughput is at least X")
     criterion.add_argument("--window", type=int, metavar="N",
@@ -595,8 +595,6 @@ def add_bisect_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def bisection_from_args(args: argparse.Namespace) -> Bisection:
     """Check everything the command line gives (one-line errors) and set up the search."""
-    from harness.cli import _LINK_OPTIONS
-
     progress = Progress(quiet=args.quiet or args.json)
     platform = load_platform(args.platform)
     repo = Repo.open(args.repo)
@@ -616,9 +614,7 @@ def bisection_from_args(args: argparse.Namespace) -> Bisection:
             raise NetreproError("-I and --lwip-tree go with --lwipopts",
                                 "with --lwip-tree-in-repo the lwIP tree is the repository's; pick options with --lwip")
         source = LwipTreeSource(repo.in_repo(args.lwip_tree_in_repo), resolve_profile(platform, args.lwip))
-    preset = platform.link_preset(args.link) if args.link else {}
-    overrides = {name: getattr(args, f"link_{name}", None) for name in _LINK_OPTIONS}
-    link = LinkSpec.from_preset(preset).override(**{k: v for k, v in overrides.items() if v is not None})
+    link = link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk)
     criterion = Criterion(min_mbps=args.min_mbps, window=args.window)
     bisection = Bisection(repo, good, bad, platform, source, link, workload, criterion, progress=progress,

@@ -22,11 +22,12 @@ from harness.baseline import (
 )
 from harness.bisect import add_bisect_parser
 from harness.build import LWIP_TREE_ENV, build_firmware, lwip_tree
+from harness.cli_args import LINK_OPTIONS, add_link_args, link_spec, size_arg
 from harness.compare import TWO_WAY_WORKLOADS, Configuration, compare, format_comparison
 from harness.engine import QemuEngine
 from harness.errors import NetreproError
-from harness.link import LinkSpec, parse_rate, parse_size
-from harness.platform import Platform, load_platform, platform_names
+from harness.link import parse_rate
+from harness.platform import load_platform, platform_names
 from harness.plots import plot_capture
 from harness.profile import resolve_profile
 from harness.progress import Progress
@@ -71,11 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("platform")
     _firmware_args(run)
     run.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
-    _link_args(run)
+    add_link_args(run)
     run.add_argument("--workload", default="rx", choices=WORKLOADS)
     run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
-    run.add_argument("--bytes", type=_size, default=None, help="byte-count variant (discard: default 8 MiB)")
-    run.add_argument("--chunk", type=_size, default=1460, help="discard: bytes per write")
+    run.add_argument("--bytes", type=size_arg, default=None, help="byte-count variant (discard: default 8 MiB)")
+    run.add_argument("--chunk", type=size_arg, default=1460, help="discard: bytes per write")
     run.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS", help="unmeasured transfer first")
     run.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     run.add_argument("--json", action="store_true", help="print the result JSON")
@@ -104,10 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--lwip-tree", metavar="DIR",
                       help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
     comp.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
-    _link_args(comp)
+    add_link_args(comp)
     comp.add_argument("--workload", default="rx", choices=[w for w in WORKLOADS if w not in TWO_WAY_WORKLOADS])
     comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
-    comp.add_argument("--chunk", type=_size, default=1460, help="discard and sock-*: bytes per write or read")
+    comp.add_argument("--chunk", type=size_arg, default=1460, help="discard and sock-*: bytes per write or read")
     comp.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
     comp.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     comp.add_argument("--json", action="store_true", help="print the whole comparison as one JSON document")
@@ -160,7 +161,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                     tuple(shared["set"] + c["set"])) for c in configs]
     progress = Progress(quiet=args.quiet or args.json)
     platform = load_platform(args.platform)
-    link = _link_spec(args, platform)
+    link = link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, chunk=args.chunk)
     document = compare(platform.name, configurations, link, workload, link_name=_link_name(args),
                        repeats=args.repeats, out=args.out, progress=progress, lwip_tree_path=args.lwip_tree,
@@ -198,36 +199,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-_LINK_OPTIONS = {
-    "rtt": "round-trip time the link adds, split evenly (e.g. 5.5ms)",
-    "rate": "bit rate each way, tc units (e.g. 43mbit)",
-    "loss": "random loss each way (e.g. 0.1%%)",
-    "jitter": "delay jitter each way (e.g. 200us)",
-    "limit": "queue limit in packets each way",
-    "limit_bytes": "queue limit in bytes each way",
-    "burst": "bytes the rate may pass back to back",
-    "delay_to_device": "one-way delay peer -> device",
-    "delay_to_peer": "one-way delay device -> peer",
-    "rate_to_device": "rate peer -> device",
-    "rate_to_peer": "rate device -> peer",
-    "loss_to_device": "loss peer -> device",
-    "loss_to_peer": "loss device -> peer",
-    "drop_to_device": "drop list peer -> device (e.g. data:3,syn:1)",
-    "drop_to_peer": "drop list device -> peer",
-    "gemodel": "Gilbert-Elliott loss: p,r[,1-h[,1-k]] (netem's gemodel)",
-    "seed": "seed of the loss models",
-    "snaplen": "bytes of each frame kept in the capture",
-}
-
-
-def _link_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("link overrides (netem/tc units; the effective values go into the result)")
-    for name, help_text in _LINK_OPTIONS.items():
-        kind = int if name == "seed" else str
-        group.add_argument(f"--{name.replace('_', '-')}", dest=f"link_{name}", type=kind, help=help_text,
-                           metavar=name.split("_")[0].upper())
-
-
 def _fraction(text: str) -> float:
     try:
         return parse_fraction(text)
@@ -235,25 +206,11 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _link_spec(args: argparse.Namespace, platform: Platform) -> LinkSpec:
-    """The --link preset with the command line's overrides."""
-    preset = platform.link_preset(args.link) if args.link else {}
-    overrides = {name: getattr(args, f"link_{name}") for name in _LINK_OPTIONS}
-    return LinkSpec.from_preset(preset).override(**{k: v for k, v in overrides.items() if v is not None})
-
-
 def _link_name(args: argparse.Namespace) -> str:
     """The preset's name and the overrides given, e.g. "wifi, rtt=10ms"."""
-    given = [f"{name}={getattr(args, f'link_{name}')}" for name in _LINK_OPTIONS
+    given = [f"{name}={getattr(args, f'link_{name}')}" for name in LINK_OPTIONS
              if getattr(args, f"link_{name}") is not None]
     return ", ".join([args.link or "direct", *given])
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except NetreproError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _firmware_args(parser: argparse.ArgumentParser) -> None:
@@ -288,7 +245,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     platform = load_platform(args.platform)
     tree = lwip_tree(args.lwip_tree)
     profile = resolve_profile(platform, args.lwip, args.include, args.set, tree)
-    link = _link_spec(args, platform)
+    link = link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk,
                         warmup_s=args.warmup)
     if args.max_drop is not None and not args.against:
