@@ -67,7 +67,8 @@ from typing import Any
 
 from harness.errors import NetreproError
 
-VERDICTS = ("window-limited", "send-buffer-limited", "link-limited", "loss-limited", "receiver-limited", "unknown")
+VERDICTS = ("window-limited", "send-buffer-limited", "link-limited", "loss-limited", "receiver-limited",
+            "sender-limited", "unknown")
 
 # Thresholds of the verdict (fractions of the data-transfer time unless said otherwise).
 LINK_BUSY = 0.85          # goodput >= 85 % of the payload rate the link can carry -> link-limited
@@ -75,6 +76,7 @@ RTO_SHARE = 0.20          # stalls before timeout retransmissions >= 20 % -> los
 ZERO_WINDOW_SHARE = 0.05  # receiver at zero window >= 5 % -> receiver-limited
 SHRUNK_WINDOW = 0.75      # median advertised window <= 75 % of its largest (or its SYN's) = shrinking
 BLOCKED_SHARE = 0.20      # sender paused at the window / waiting for ACKs >= 20 % of the time
+SENDER_PACED_SHARE = 0.50  # paused by itself (no window, no ACK to wait for) most of the time: sender-limited
 AT_WINDOW_SEGMENTS = 0.5  # or >= half the segments left less than a segment of window
 BUFFER_BELOW_WINDOW = 0.8  # send buffer: in flight (p95) below 80 % of the window
 PLATEAU_SLICES = 10       # send buffer: in flight's ceiling must be the same in each of up to 10 time slices
@@ -1372,6 +1374,10 @@ def _verdict(res: CaptureAnalysis) -> None:
                f"window {w_txt}, but in flight had no fixed ceiling (peak per time slice {min(peaks)}-{max(peaks)} "
                f"B, max {plateau['max']} B): a congestion window or the application, not a fixed send buffer; "
                f"goodput {g:.1f} Mbit/s")
+    elif paced >= SENDER_PACED_SHARE:
+        return done("sender-limited", f"the sender paused {paced:.0%} of the time with the window open and no "
+                    f"ACK it was waiting for: its CPU, application or memory set the pace; in flight p95 "
+                    f"{p95 or 0:.0f} B of {w_txt}; goodput {g:.1f} Mbit/s")
     elif paced >= BLOCKED_SHARE:
         why = (f"the sender paused {paced:.0%} of the time with the window open and not waiting for ACKs "
                f"(application, CPU or memory pacing); in flight p95 {p95 or 0:.0f} B of {w_txt}; "

@@ -24,7 +24,7 @@ from harness.bisect import add_bisect_parser
 from harness.build import LWIP_TREE_ENV, build_firmware, lwip_tree
 from harness.cli_args import LINK_OPTIONS, add_link_args, link_spec, size_arg
 from harness.compare import TWO_WAY_WORKLOADS, Configuration, compare, format_comparison
-from harness.engine import QemuEngine
+from harness.engine import make_engine
 from harness.errors import NetreproError
 from harness.link import parse_rate
 from harness.platform import load_platform, platform_names
@@ -340,7 +340,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     ok = False
     try:
         progress.step(f"booting {platform.name} on {platform.engine['kind']} {platform.engine['machine']}")
-        with QemuEngine(platform, firmware.elf, run_dir, run_dir) as engine:
+        with make_engine(platform, firmware.elf, run_dir, run_dir) as engine:
             console = engine.start(timeout=args.timeout)
             options = console.opts()
             banner_line = (f"netrepro firmware board={console.banner.board} nic={console.banner.nic} "

@@ -11,6 +11,7 @@ verdict of each is turned into a recommendation computed from the measured figur
     link-limited         the link is the limit: options will not help
     loss-limited         a one-line hint (recovery options, the link's loss)
     receiver-limited     a one-line hint (the reading application)
+    sender-limited       a one-line hint (per-segment cost; window options will not help)
 """
 
 from __future__ import annotations
@@ -115,6 +116,10 @@ def recommend(verdict: str | None, *, rate_bps: float | None, rtt_ms: float | No
             text = ("receiver-limited: the device's application reads too slowly (its window shrank or closed): "
                     "read sooner or in larger chunks; a larger TCP_WND only buffers more")
         return Recommendation(verdict, text)
+    if verdict == "sender-limited":
+        return Recommendation(verdict, "sender-limited: the sender's own CPU, application or memory set the pace, "
+                                       "not its window or buffer: larger segments (TCP_MSS) cut per-segment cost; "
+                                       "window options will not help")
     return None
 
 

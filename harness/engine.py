@@ -1,4 +1,5 @@
-"""The engine: boots a firmware ELF in QEMU, controlled over QMP, its console on a pty.
+"""The engine: boots a firmware ELF in QEMU (controlled over QMP) or in the simavr board host,
+its console on a pty.
 
 The NIC's frames leave QEMU through a unix datagram socket (`-netdev dgram`), so the link can
 sit between the board and the peer. QEMU binds `local` and sends every frame to `remote`.
@@ -7,7 +8,9 @@ sit between the board and the peer. QEMU binds `local` and sends every frame to 
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from harness.console import Console
 from harness.errors import NetreproError
+from harness.native import build_tool
 from harness.platform import Platform
 from harness.process import die_with_parent_favoured
 
@@ -49,6 +53,8 @@ class QemuEngine:
             raise NetreproError(f"{engine['binary']} not found", "run ./tools/bootstrap to install QEMU")
         argv = [binary, "-M", engine["machine"], "-kernel", str(self.elf), "-display", "none",
                 "-monitor", "none", "-serial", "stdio", "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+        if "cpu" in engine:
+            argv += ["-cpu", str(engine["cpu"])]
         if "memory" in engine:
             argv += ["-m", str(engine["memory"])]
         argv += self._nic_args() + list(engine.get("extra_args", []))
@@ -59,7 +65,9 @@ class QemuEngine:
             return ["-nic", "none"]
         netdev = (f"dgram,id=net0,local.type=unix,local.path={self.nic.local},"
                   f"remote.type=unix,remote.path={self.nic.remote}")
-        return ["-netdev", netdev, "-net", f"nic,netdev=net0,macaddr={self.platform.nic['mac']}"]
+        model = self.platform.nic.get("qemu_model")  # a pluggable NIC (PCI); a board's own NIC has none
+        nic = f"nic,netdev=net0,macaddr={self.platform.nic['mac']}" + (f",model={model}" if model else "")
+        return ["-netdev", netdev, "-net", nic]
 
     def start(self, timeout: float = 30.0) -> Console:
         """Start QEMU and return the firmware console once the boot banner and prompt are seen."""
@@ -125,3 +133,121 @@ class QemuEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class SimavrEngine:
+    """The Ethernut 2 board host (simavr + netrepro's XMEM bus and LAN91C111) running one AVR image.
+
+    The host is netrepro's own C program, kept beside the platform description
+    (platforms/<name>/*.c) and built against Debian's libsimavr on first use. It speaks the
+    same datagram-socket protocol as QEMU's `-netdev dgram`, its stdout is the board's USART0,
+    and its own messages (the start-up self-test, the exit summary with the clock-tracking
+    figures) go to host.log in the run folder.
+    """
+
+    def __init__(self, platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
+                 nic: NicBackend | None = None) -> None:
+        self.platform = platform
+        self.elf = elf
+        self.run_dir = run_dir
+        self.sock_dir = sock_dir
+        self.nic = nic
+        self.child: pexpect.spawn | None = None
+        self.host_log = run_dir / "host.log"
+
+    def host(self) -> Path:
+        sources = sorted(self.platform.path.with_suffix("").glob("*.c"))
+        if not sources:
+            raise NetreproError(f"platform {self.platform.name} has no board host sources",
+                                f"put them in {self.platform.path.with_suffix('')}/")
+        if not Path("/usr/include/simavr/sim_avr.h").is_file():
+            raise NetreproError("libsimavr-dev is not installed", "run ./tools/bootstrap to install simavr")
+        return build_tool(self.platform.engine["binary"], sources, libs=["-lsimavr"])
+
+    def argv(self) -> list[str]:
+        # Without a link (netrepro boot) the NIC still needs its socket; frames go nowhere.
+        nic = self.nic or NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "nowhere.sock")
+        return [str(self.host()), "--elf", str(self.elf), "--local", str(nic.local), "--remote", str(nic.remote),
+                "--mac", self.platform.nic["mac"], "--freq", str(int(self.platform.firmware["cpu_hz"]))]
+
+    def start(self, timeout: float = 30.0) -> Console:
+        """Start the board host and return the firmware console once the banner and prompt are seen."""
+        argv = self.argv()
+        (self.run_dir / "engine-cmdline.txt").write_text(" ".join(argv) + "\n")
+        log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+        # sh only redirects the host's stderr, then execs it: the pty carries USART0 alone.
+        self.child = pexpect.spawn("/bin/sh", ["-c", 'exec "$@" 2>>"$0"', str(self.host_log), *argv],
+                                   encoding="utf-8", codec_errors="replace", timeout=timeout,
+                                   preexec_fn=die_with_parent_favoured, echo=False)
+        self.child.logfile_read = log
+        self.child.delaybeforesend = None
+        console = Console(self.child, self.run_dir / "console.log")
+        try:
+            console.wait_boot(timeout)
+        except NetreproError:
+            if not self.child.isalive():
+                raise NetreproError(f"the board host exited at start: {self.host_message()}",
+                                    f"see {self.host_log}") from None
+            raise
+        return console
+
+    def host_message(self) -> str:
+        """The host's last message (self-test failure, exit summary), or '' before it wrote any."""
+        with contextlib.suppress(OSError):
+            lines = self.host_log.read_text(errors="replace").strip().splitlines()
+            return lines[-1].removeprefix("netrepro-ethernut: ") if lines else ""
+        return ""
+
+    def status(self) -> str:
+        return "running" if self.child is not None and self.child.isalive() else "stopped"
+
+    def stop(self) -> None:
+        """SIGTERM the host (it prints its summary and unlinks its socket); safe to call more than once."""
+        if self.child is None:
+            return
+        with contextlib.suppress(Exception):
+            self.child.kill(signal.SIGTERM)
+            self.child.expect(pexpect.EOF, timeout=3)
+        if self.child.isalive():
+            self.child.terminate(force=True)
+        with contextlib.suppress(Exception):
+            self.child.close()
+        if self.child.logfile_read:
+            self.child.logfile_read.close()
+        self.child = None
+
+    def clock_report(self) -> dict[str, float] | None:
+        """How closely simulated time tracked the wall clock, from the host's exit summary."""
+        return parse_host_summary(self.host_message())
+
+    def __enter__(self) -> SimavrEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def parse_host_summary(line: str) -> dict[str, float] | None:
+    """The board host's exit summary as numbers (simulated/wall seconds, lag, late slices, frames)."""
+    fields = {
+        "simulated_s": r"simulated ([\d.]+) s", "wall_s": r"wall ([\d.]+) s",
+        "drift_percent": r"\((-?[\d.]+)%\)", "mhz_equivalent": r"speed ([\d.]+) MHz",
+        "max_lag_ms": r"max lag ([\d.]+) ms", "late_slices": r"(\d+) of \d+ 100-us slices",
+        "slices": r"of (\d+) 100-us slices", "frames_tx": r"frames tx (\d+)", "frames_rx": r"\brx (\d+)",
+        "rx_dropped_overrun": r"overrun (\d+)",
+    }
+    found = {key: re.search(pattern, line) for key, pattern in fields.items()}
+    if not all(found.values()):
+        return None
+    return {key: float(m.group(1)) for key, m in found.items() if m}
+
+
+Engine = QemuEngine | SimavrEngine
+
+
+def make_engine(platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
+                nic: NicBackend | None = None) -> Engine:
+    """The engine the platform's description names."""
+    kind = platform.engine["kind"]
+    engine_class = {"qemu": QemuEngine, "simavr": SimavrEngine}[kind]
+    return engine_class(platform, elf, run_dir, sock_dir, nic)

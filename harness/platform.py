@@ -29,13 +29,13 @@ _SCHEMA: dict[str, dict[str, bool]] = {
     "memory": {"code": True, "data": True, "bulk": False},
     "console": {"device": True, "base": True, "serial": False},
     "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False, "wire_rate": False,
-            "rx_burst_frames": False},
+            "rx_burst_frames": False, "qemu_model": False},
     "links": {},
     "profiles": {"default": True, "known": True},
 }
 _REQUIRED_SECTIONS = ("engine", "firmware", "memory", "console", "nic", "profiles", "stand_in", "real")
 _REGION_KEYS = {"origin", "length", "name"}
-_ENGINES = ("qemu",)
+_ENGINES = ("qemu", "simavr")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ preset, workload, the report's figure and the claim to check. Claims are small a
     close_to = {case, within}             |median - other| <= within x other
     at_least_mbps = 85                    median >= 85
     link_limited_or_within = 0.15         verdict link-limited, or median within 15% of the link rate
+    within_of_report = 0.30               |median - report| <= 30% of the report's figure
+    ratio_to = {case, within}             median/that case's median within 15% of the report's own ratio
+
+A report that gives figures in another unit (the Ethernut's KB/s) says so with `unit` and
+`unit_bytes` (what a K is taken to be) and gives each case's `report_value` in that unit; every
+figure is still compared and written in Mbit/s, and the table shows both.
 """
 
 from __future__ import annotations
@@ -33,9 +39,10 @@ from harness.session import make_run_dir
 from harness.workload import Workload
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
-_CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "claim", "seconds", "platform", "note", "chunk"}
+_CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
+              "note", "chunk", "bytes"}
 _CLAIM_KEYS = {"verdict", "window", "mss", "window_scaling", "faster_than", "close_to", "at_least_mbps",
-               "link_limited_or_within"}
+               "link_limited_or_within", "within_of_report", "ratio_to"}
 
 
 @dataclass
@@ -48,6 +55,8 @@ class CaseResult:
     link: str
     workload: str
     report_mbps: float | list[float] | None
+    report_value: float | None = None         # the report's figure in its own unit (the document's "unit")
+    median_in_unit: float | None = None       # netrepro's median in that unit
     runs_mbps: list[float] = field(default_factory=list)
     median_mbps: float | None = None
     min_mbps: float | None = None
@@ -102,7 +111,10 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
                                           progress)
     for result in results.values():
         _judge(result, results)
+    platform = load_platform(report["platform"])
     document = {"report": name, "title": report.get("title", name), "source": report.get("source"),
+                "note": report.get("note"), "stand_in": platform.stand_in,
+                "unit": report.get("unit", "Mbit/s"), "unit_bytes": report.get("unit_bytes"),
                 "repeats": repeats, "run_dir": str(root), "cases": [asdict(r) for r in results.values()]}
     (root / "reproduce.json").write_text(json.dumps(document, indent=2) + "\n")
     (root / "reproduce.txt").write_text(format_report(document) + "\n")
@@ -114,10 +126,12 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     platform = load_platform(spec.get("platform", report["platform"]))
     profile = resolve_profile(platform, spec["profile"])
     firmware = build_firmware(platform, profile, tree, progress.step)
-    workload = Workload(spec["workload"], seconds=seconds, chunk=int(spec.get("chunk", report.get("chunk", 1460))))
+    workload = Workload(spec["workload"], seconds=seconds, bytes=spec.get("bytes"),
+                        chunk=int(spec.get("chunk", report.get("chunk", 1460))))
     link = LinkSpec.from_preset(platform.link_preset(spec["link"]))
     result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
-                        workload=spec["workload"], report_mbps=spec.get("report_mbps"), claim=spec.get("claim", {}))
+                        workload=spec["workload"], report_mbps=_report_mbps(report, spec),
+                        report_value=spec.get("report_value"), claim=spec.get("claim", {}))
     runs: list[RunResult] = []
     for i in range(repeats):
         run_dir = root / f"{spec['case'].replace(' ', '-')}-{i + 1}"
@@ -129,7 +143,19 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
             result.error = str(exc)
         result.run_dirs.append(str(run_dir))
     _summarise(result, runs)
+    if result.median_mbps is not None and report.get("unit_bytes"):
+        result.median_in_unit = round(result.median_mbps * 1e6 / 8 / int(report["unit_bytes"]), 1)
     return result
+
+
+def _report_mbps(report: dict[str, Any], spec: dict[str, Any]) -> float | list[float] | None:
+    """The report's figure in Mbit/s: given as such, or converted from report_value in the report's unit."""
+    if "report_value" not in spec:
+        return spec.get("report_mbps")
+    if not report.get("unit_bytes"):
+        raise NetreproError(f"report {report.get('report')}: case '{spec['case']}' gives report_value "
+                            "but the report has no unit_bytes", "add unit and unit_bytes (e.g. KB/s, 1024)")
+    return round(float(spec["report_value"]) * int(report["unit_bytes"]) * 8 / 1e6, 4)
 
 
 def _summarise(result: CaseResult, runs: list[RunResult]) -> None:
@@ -206,6 +232,25 @@ def _check_at_least(r: CaseResult, want: float, _: dict) -> tuple[bool, str]:
     return (r.median_mbps or 0) >= want, f"{r.median_mbps} Mbit/s (claim >= {want})"
 
 
+def _check_within_report(r: CaseResult, within: float, _: dict) -> tuple[bool, str]:
+    if not isinstance(r.report_mbps, float | int) or r.median_mbps is None:
+        return False, "no single report figure to compare with"
+    diff = (r.median_mbps - r.report_mbps) / r.report_mbps
+    return abs(diff) <= within, f"{diff:+.0%} from the report's {r.report_mbps:g} Mbit/s (claim within {within:.0%})"
+
+
+def _check_ratio(r: CaseResult, want: dict, others: dict[str, CaseResult]) -> tuple[bool, str]:
+    other = others.get(want["case"])
+    if other is None or not other.median_mbps or r.median_mbps is None:
+        return False, f"no figure for {want['case']}"
+    if not isinstance(r.report_mbps, float | int) or not isinstance(other.report_mbps, float | int):
+        return False, "the report gives no single figure for both cases"
+    ratio, report_ratio = r.median_mbps / other.median_mbps, r.report_mbps / other.report_mbps
+    diff = ratio / report_ratio - 1
+    return abs(diff) <= want["within"], (f"{ratio:.3f}x {want['case']} vs the report's {report_ratio:.3f}x "
+                                         f"({diff:+.0%}; claim within {want['within']:.0%})")
+
+
 def _check_link(r: CaseResult, within: float, _: dict) -> tuple[bool, str]:
     rate = r.link_mbps
     if r.verdict == "link-limited":
@@ -219,26 +264,38 @@ def _check_link(r: CaseResult, within: float, _: dict) -> tuple[bool, str]:
 _CHECKS: dict[str, Callable[[CaseResult, Any, dict], tuple[bool, str]]] = {
     "verdict": _check_verdict, "window": _check_window, "mss": _check_mss, "window_scaling": _check_scaling,
     "faster_than": _check_faster, "close_to": _check_close, "at_least_mbps": _check_at_least,
-    "link_limited_or_within": _check_link,
+    "link_limited_or_within": _check_link, "within_of_report": _check_within_report, "ratio_to": _check_ratio,
 }
 
 
 def format_report(document: dict[str, Any]) -> str:
     """The report's table: its figures beside netrepro's, with the verdict and the claim."""
-    lines = [document["title"], f"({document['repeats']} runs a case; figures in Mbit/s; run folders in "
-                                f"{document['run_dir']})", ""]
-    header = f"{'case':<22} {'report':>9} {'netrepro median (min-max)':>27} {'bound':>7} {'MSS':>5} " \
+    unit, unit_bytes = document.get("unit", "Mbit/s"), document.get("unit_bytes")
+    in_unit = unit != "Mbit/s" and unit_bytes
+    scale = f"; report figures in {unit}, 1 K = {unit_bytes} B, converted to Mbit/s" if in_unit else ""
+    lines = [document["title"], f"({document['repeats']} runs a case; figures in Mbit/s{scale}; run folders in "
+                                f"{document['run_dir']})"]
+    stand_in = document.get("stand_in") or {}
+    if stand_in:
+        lines.append(f"stand-in: {stand_in.get('cpu')}; NIC: {stand_in.get('nic')}")
+    if document.get("note"):
+        lines.append(f"note: {document['note']}")
+    lines.append("")
+    unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if in_unit else ""
+    header = f"{'case':<22}{unit_head} {'report':>9} {'netrepro median (min-max)':>27} {'bound':>7} {'MSS':>5} " \
              f"{'window':>7}  {'verdict':<20} claim"
     lines += [header, "-" * len(header)]
     for c in document["cases"]:
         report = c["report_mbps"]
         report_text = "-" if report is None else f"{report[0]:g}-{report[1]:g}" if isinstance(report, list) \
-            else f"{report:g}"
+            else f"{report:.3g}" if report < 10 else f"{report:g}"
         figure = "failed" if c["median_mbps"] is None else \
+            f"{c['median_mbps']:.2f} ({c['min_mbps']:.2f}-{c['max_mbps']:.2f})" if c["median_mbps"] < 10 else \
             f"{c['median_mbps']:.1f} ({c['min_mbps']:.1f}-{c['max_mbps']:.1f})"
         claim = "-" if c["claim_holds"] is None else "holds" if c["claim_holds"] else "FAILS"
         window = "-" if c["device_window_max"] is None else f"{c['device_window_max']:g}"
-        lines.append(f"{c['case']:<22} {report_text:>9} {figure:>27} {_num(c['bound_mbps']):>7} "
+        units = f" {_num(c.get('report_value')):>13} {_num(c.get('median_in_unit')):>15}" if in_unit else ""
+        lines.append(f"{c['case']:<22}{units} {report_text:>9} {figure:>27} {_num(c['bound_mbps']):>7} "
                      f"{_num(c['device_mss']):>5} {window:>7}  {c['verdict'] or '-':<20} {claim}")
     notes = [f"  {c['case']}: {n}" for c in document["cases"] for n in c["claim_notes"] if n.startswith("fails")]
     if notes:

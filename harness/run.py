@@ -20,7 +20,7 @@ from harness.platform import Platform
 from harness.plots import plot_capture
 from harness.progress import Progress
 from harness.session import Session, device_paced
-from harness.workload import DEVICE_SENDS, Transfer, Workload, run_workload
+from harness.workload import DEVICE_SENDS, DISCARD_BYTES, Transfer, Workload, run_workload
 
 
 @dataclass
@@ -123,6 +123,8 @@ def _rate_text(bps: float | None) -> str:
 
 
 def _amount(workload: Workload) -> str:
+    if workload.name == "discard":
+        return f"{workload.bytes or DISCARD_BYTES} bytes in chunks of {workload.chunk}"
     return f"{workload.bytes} bytes" if workload.bytes else f"{workload.seconds:g} s"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.build import Firmware
 from harness.console import Console
-from harness.engine import NicBackend, QemuEngine
+from harness.engine import Engine, NicBackend, make_engine
 from harness.link import Link, LinkCounters, LinkSpec, parse_rate
 from harness.peer import TAP_NAME, Addresses, Namespace
 from harness.platform import Platform
@@ -60,7 +60,7 @@ class Session:
         self.sock_dir: Path | None = None
         self.namespace: Namespace | None = None
         self.link: Link | None = None
-        self.engine: QemuEngine | None = None
+        self.engine: Engine | None = None
         self.console: Console | None = None
         self.link_counters: LinkCounters | None = None
 
@@ -85,7 +85,7 @@ class Session:
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "
                            f"{self.platform.engine['kind']} {self.platform.engine['machine']}")
-        self.engine = QemuEngine(self.platform, self.firmware.elf, self.run_dir, self.sock_dir, nic)
+        self.engine = make_engine(self.platform, self.firmware.elf, self.run_dir, self.sock_dir, nic)
         self.console = self.engine.start(timeout=self.boot_timeout)
         self.console.ip(self.addresses.device, self.addresses.prefix, self.addresses.peer)
         (self.run_dir / "options.json").write_text(json.dumps(self.console.opts(), indent=2) + "\n")

@@ -22,13 +22,14 @@
 static struct tx_session session;
 static uint32_t remaining;
 static uint16_t chunk;
-static uint32_t prng_state;
 static uint8_t chunk_buf[CHUNK_MAX];
 
-/* xorshift32: cheap, and the data does not compress or repeat. */
+/* xorshift32: the data does not compress. The buffer is filled once per
+   command and written over and over, as a benchmark's send() loop does: on
+   an 8-bit CPU generating it per chunk would cost more than sending it. */
 static void fill_random(uint8_t *buf, uint32_t len)
 {
-  uint32_t x = prng_state;
+  uint32_t x = 0x2545F491u;
 
   for (uint32_t i = 0; i < len; i += 4) {
     x ^= x << 13;
@@ -36,7 +37,6 @@ static void fill_random(uint8_t *buf, uint32_t len)
     x ^= x << 5;
     memcpy(&buf[i], &x, LWIP_MIN(4u, len - i));
   }
-  prng_state = x;
 }
 
 static int discard_fill(struct tx_session *s)
@@ -48,7 +48,6 @@ static int discard_fill(struct tx_session *s)
     if (tcp_sndbuf(s->pcb) < len) {
       return TX_MORE;
     }
-    fill_random(chunk_buf, len);
     err = tcp_write(s->pcb, chunk_buf, len, TCP_WRITE_FLAG_COPY);
     if (err == ERR_MEM) {
       return TX_MORE; /* segment queue or heap full: retry on the next ACK */
@@ -95,7 +94,7 @@ void cmd_discard(int argc, char **argv)
   ip_addr_copy_from_ip4(session.remote_ip, ip);
   remaining = bytes;
   chunk = (uint16_t)chunk_arg;
-  prng_state = 0x2545F491u;
+  fill_random(chunk_buf, chunk);
   session.remote_port = DISCARD_PORT;
   session.duration_ms = 0;
   session.fill = discard_fill;

@@ -50,6 +50,7 @@ static avr_irq_t *int5_irq;
 static avr_irq_t *uart_in_irq;
 static int uart_xon = 1;
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t where_requested;  /* SIGUSR1: print where the firmware is */
 static uint64_t xmem_extra_cycles, tx_send_errors;
 
 /* ---------------- XMEM: interposed data-space accessors ---------------- */
@@ -296,6 +297,12 @@ static int self_test(void)
 
 /* ---------------- main ---------------- */
 
+static void on_where(int sig)
+{
+	(void)sig;
+	where_requested = 1;
+}
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -440,6 +447,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_where;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	/* nanosleep's default 50 us timer slack adds up against 100 us slices */
@@ -467,6 +476,14 @@ int main(int argc, char **argv)
 		slices++;
 		poll_socket();
 		poll_stdin();
+		if (where_requested) {
+			where_requested = 0;
+			fprintf(stderr, "netrepro-ethernut: at cycle %llu pc 0x%05x sp 0x%04x; "
+				"nic ist 0x%02x msk 0x%02x intr %d rx-fifo %d pages 0x%x; EIMSK 0x%02x EIFR 0x%02x\n",
+				(unsigned long long)avr->cycle, avr->pc, avr->data[R_SPL] | (avr->data[R_SPH] << 8),
+				lan.ist, lan.msk, lan.irq_level, lan.rx_fifo.count, lan.page_used,
+				avr->data[0x59], avr->data[0x58]);
+		}
 		if (outlen)
 			flush_out();
 		if (throttle) {
@@ -492,7 +509,8 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"netrepro-ethernut: %s; simulated %.3f s, wall %.3f s (%.2f%%), speed %.2f MHz-equivalent, "
 		"max lag %.1f ms, %llu of %llu 100-us slices more than 1 ms late; xmem extra cycles %llu; "
-		"frames tx %llu (lost at the socket %llu) rx %llu rx-dropped overrun %llu filter %llu disabled %llu; int5 rising %llu\n",
+		"frames tx %llu (lost at the socket %llu) rx %llu rx-dropped overrun %llu filter %llu disabled %llu; int5 rising %llu; "
+		"pc 0x%05x sp 0x%04x I %d\n",
 		crashed ? "firmware crashed" : state == cpu_Done ? "firmware stopped" : "stopped",
 		sim, wall, wall > 0 ? 100.0 * (sim - wall) / wall : 0.0,
 		wall > 0 ? (double)(avr->cycle - c0) / wall / 1e6 : 0.0, max_lag * 1e3,
@@ -500,7 +518,8 @@ int main(int argc, char **argv)
 		(unsigned long long)xmem_extra_cycles, (unsigned long long)lan.tx_frames, (unsigned long long)tx_send_errors,
 		(unsigned long long)lan.rx_frames, (unsigned long long)lan.rx_dropped_overrun,
 		(unsigned long long)lan.rx_dropped_filter, (unsigned long long)lan.rx_dropped_disabled,
-		(unsigned long long)int5_edges);
+		(unsigned long long)int5_edges, avr->pc,
+		avr->data[R_SPL] | (avr->data[R_SPH] << 8), avr->sreg[S_I]);
 	if (local)
 		unlink(local);
 	return crashed ? 1 : 0;

@@ -243,18 +243,29 @@ void nic_poll(struct netif *netif)
   /* Batch used up: stay masked and pending, the main loop comes back. */
 }
 
+/* An allocation the MMU could not satisfy stays queued in the chip and
+   completes when a page is freed (ALLOC_INT), even after we stopped waiting.
+   So a timed-out request is remembered and its page taken on the next
+   frame; asking again would leak a 2 KiB page per timeout until none is
+   left for reception. */
+static uint8_t alloc_outstanding;
+
 static int tx_alloc(void)
 {
-  mmu_command(MMU_ALLOC_TX);
+  if (!alloc_outstanding) {
+    mmu_command(MMU_ALLOC_TX);
+    alloc_outstanding = 1;
+  }
   for (uint16_t i = 0; i < SPIN_LIMIT; i++) {
     uint8_t arr = R8(B2_ARR);
 
     if (!(arr & ARR_FAILED)) {
       R8(B2_INT_STAT) = INT_ALLOC;
+      alloc_outstanding = 0;
       return arr & 0x3F;
     }
     if (i == 0) {
-      stats.tx_busy++; /* TX memory held by frames still being sent */
+      stats.tx_busy++; /* TX memory held by frames still being sent or received */
     }
   }
   return -1;
