@@ -15,3 +15,7 @@ class Progress:
     def step(self, message: str) -> None:
         if not self.quiet:
             print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def warn(self, message: str) -> None:
+        """Printed even when quiet: something about the result the user must know."""
+        print(f"netrepro: warning: {message}", file=sys.stderr, flush=True)

@@ -43,6 +43,7 @@ class RunResult:
     bytes: int | dict[str, int] | None = None
     seconds: float | dict[str, float] | None = None
     link_counters: dict[str, Any] = field(default_factory=dict)
+    engine_clock: dict[str, float] | None = None  # simavr: how closely simulated time tracked the wall clock
     device_stats: dict[str, int] = field(default_factory=dict)
     boot_seconds: float | None = None
     analysis: dict[str, Any] = field(default_factory=dict)
@@ -93,6 +94,8 @@ def execute(platform: Platform, firmware: Firmware, link: LinkSpec, workload: Wo
     finally:
         if rig.link_counters is not None:
             result.link_counters = asdict(rig.link_counters)
+        result.engine_clock = rig.engine_clock
+        _warn_if_lagging(result.engine_clock, progress)
         result.save()
     progress.step("analysing the capture")
     analyse_run(result, rig.addresses.device)
@@ -109,6 +112,14 @@ def analyse_run(result: RunResult, device_ip: str) -> CaptureAnalysis:
              f"rtt {result.link['rtt_s'] * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
     result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
     return analysis
+
+
+def _warn_if_lagging(clock: dict[str, float] | None, progress: Progress) -> None:
+    """A simulated board whose host fell behind the wall clock saw time in bursts: say so."""
+    if clock and (clock["max_lag_ms"] > 20 or clock["late_slices"] > 0.01 * clock["slices"]):
+        progress.warn(f"the board host fell behind the wall clock (max lag {clock['max_lag_ms']:g} ms, "
+                      f"{clock['late_slices']:.0f} of {clock['slices']:.0f} slices over 1 ms late): "
+                      "timing figures of this run are less trustworthy; run with fewer jobs beside it")
 
 
 def data_rate_bps(result: RunResult) -> float | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.build import Firmware
 from harness.console import Console
-from harness.engine import Engine, NicBackend, make_engine
+from harness.engine import Engine, NicBackend, SimavrEngine, make_engine
 from harness.link import Link, LinkCounters, LinkSpec, parse_rate
 from harness.peer import TAP_NAME, Addresses, Namespace
 from harness.platform import Platform
@@ -63,6 +63,7 @@ class Session:
         self.engine: Engine | None = None
         self.console: Console | None = None
         self.link_counters: LinkCounters | None = None
+        self.engine_clock: dict[str, float] | None = None
 
     def __enter__(self) -> Session:
         try:
@@ -94,6 +95,8 @@ class Session:
         """Stop the board, then the link (which writes its counters), then the namespace."""
         if self.engine is not None:
             self.engine.stop()
+            if isinstance(self.engine, SimavrEngine):
+                self.engine_clock = self.engine.clock_report()
             self.engine = None
         if self.link is not None:
             with contextlib.suppress(Exception):

@@ -11,7 +11,7 @@ import pytest
 from harness.build import lwip_tree
 from harness.platform import load_platform
 
-_LEFTOVER_MARKS = ("qemu-system", "netrepro-link", "sleep infinity", "iperf")
+_LEFTOVER_MARKS = ("qemu-system", "netrepro-link", "netrepro-ethernut", "sleep infinity", "iperf")
 _PR_SET_CHILD_SUBREAPER = 36
 
 # Orphans of the processes tests start (e.g. a CLI run interrupted) are re-parented to this

@@ -17,6 +17,10 @@ void cmd_iperf(int argc, char **argv);
 void cmd_discard(int argc, char **argv);
 void cmd_sock(int argc, char **argv);
 void cmd_uptime(int argc, char **argv);
+void cmd_spin(int argc, char **argv);
+
+/* A known instruction loop; returns the CPU cycles it took, 0 if the board cannot count them. */
+uint32_t board_spin(uint32_t iterations, int irqs_off);
 
 void echo_init(void);
 

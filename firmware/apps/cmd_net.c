@@ -1,11 +1,12 @@
 /*
- * "ip" and "uptime" commands.
+ * "ip", "uptime" and "spin" commands.
  */
 #include <string.h>
 
 #include "lwip/ip4_addr.h"
 #include "lwip/netif.h"
 #include "lwip/sys.h"
+#include "nr_board.h"
 
 #include "nr_printf.h"
 #include "apps.h"
@@ -66,4 +67,36 @@ void cmd_uptime(int argc, char **argv)
   LWIP_UNUSED_ARG(argc);
   LWIP_UNUSED_ARG(argv);
   nr_printf("ms=%lu\n", (unsigned long)sys_now());
+}
+
+/* Boards that can count CPU cycles override this (boards/ethernut2). The
+   default runs a plain countdown loop and cannot say how many cycles it took. */
+__attribute__((weak)) uint32_t board_spin(uint32_t iterations, int irqs_off)
+{
+  uint32_t state = irqs_off ? board_irq_save() : 0;
+
+  for (volatile uint32_t n = iterations; n > 0; n--) {
+  }
+  if (irqs_off) {
+    board_irq_restore(state);
+  }
+  return 0;
+}
+
+/* "spin <iterations> [irqoff]": a known instruction loop, for checking an
+   emulator's clock: prints the simulated milliseconds it took and, where the
+   board counts them, the CPU cycles (0 = not counted). */
+void cmd_spin(int argc, char **argv)
+{
+  uint32_t iterations, t0, cycles;
+  int irqs_off = argc == 3 && strcmp(argv[2], "irqoff") == 0;
+
+  if (argc < 2 || argc > 3 || (argc == 3 && !irqs_off) || !shell_parse_u32(argv[1], &iterations)) {
+    nr_printf("ERROR: usage: spin <iterations> [irqoff]\n");
+    return;
+  }
+  t0 = sys_now();
+  cycles = board_spin(iterations, irqs_off);
+  nr_printf("SPIN iterations=%lu cycles=%lu ms=%lu\n", (unsigned long)iterations, (unsigned long)cycles,
+            (unsigned long)(sys_now() - t0));
 }

@@ -41,6 +41,7 @@ static const struct command commands[] = {
   { "discard", "discard <ip> <bytes> <chunk> - send bytes to TCP port 9 in chunk-sized writes", cmd_discard },
   { "sock",    "sock tx <ip> <port> (-t sec | -n bytes) [-w size] | sock rx <ip> <port> (-t sec | -n bytes) [-r size] [-d us] - MicroPython-style socket benchmark", cmd_sock },
   { "uptime",  "uptime - milliseconds since boot", cmd_uptime },
+  { "spin",    "spin <iterations> [irqoff] - a known instruction loop: SPIN iterations= cycles= ms=", cmd_spin },
 };
 
 #define NUM_COMMANDS (sizeof(commands) / sizeof(commands[0]))
