@@ -1,0 +1,104 @@
+/*
+ * Console on COM1, the 16550 UART QEMU connects to -serial stdio.
+ *
+ * TX is polled and sends lines ending in a bare '\n' (the host tty turns it
+ * into "\r\n"; see boards/cortex-m/console_uart.c).
+ *
+ * RX is interrupt driven into a ring buffer. QEMU's 16550 stops taking
+ * input from the host while its FIFO is full, so nothing is lost as long as
+ * RBR is never read without storing the byte: when the ring is full the RX
+ * interrupt is switched off and the bytes wait in the UART until the main
+ * loop has made room.
+ */
+#include "nr_board.h"
+#include "board_defs.h"
+#include "x86.h"
+
+#define UART_RBR (COM1_PORT + 0u)
+#define UART_THR (COM1_PORT + 0u)
+#define UART_DLL (COM1_PORT + 0u)
+#define UART_IER (COM1_PORT + 1u)
+#define UART_DLM (COM1_PORT + 1u)
+#define UART_FCR (COM1_PORT + 2u)
+#define UART_LCR (COM1_PORT + 3u)
+#define UART_MCR (COM1_PORT + 4u)
+#define UART_LSR (COM1_PORT + 5u)
+
+#define IER_RDA   0x01u
+#define LSR_DR    0x01u
+#define LSR_THRE  0x20u
+#define LCR_DLAB  0x80u
+#define LCR_8N1   0x03u
+#define FCR_FIFO  0x07u  /* enable, clear both, RX trigger at 1 byte */
+#define MCR_OUT2  0x08u  /* gates the UART's interrupt onto the PC's IRQ line */
+#define MCR_DTR_RTS 0x03u
+
+#define RX_RING_SIZE 256u /* power of two */
+
+static volatile uint8_t rx_ring[RX_RING_SIZE];
+static volatile uint32_t rx_head; /* written by the ISR */
+static volatile uint32_t rx_tail; /* written by the main loop */
+static volatile int rx_paused;
+
+void console_init(void)
+{
+  outb(UART_IER, 0);
+  outb(UART_LCR, LCR_DLAB);
+  outb(UART_DLL, 1); /* 115200 baud; QEMU does not emulate the rate */
+  outb(UART_DLM, 0);
+  outb(UART_LCR, LCR_8N1);
+  outb(UART_FCR, FCR_FIFO);
+  outb(UART_MCR, MCR_DTR_RTS | MCR_OUT2);
+  outb(UART_IER, IER_RDA);
+  board_irq_enable(IRQ_COM1);
+}
+
+void console_putc_polled(char c)
+{
+  while (!(inb(UART_LSR) & LSR_THRE)) {
+  }
+  outb(UART_THR, (uint8_t)c);
+}
+
+void board_console_write(const char *buf, size_t len)
+{
+  for (size_t i = 0; i < len; i++) {
+    console_putc_polled(buf[i]);
+  }
+}
+
+void console_irq_handler(void)
+{
+  while (inb(UART_LSR) & LSR_DR) {
+    if (rx_head - rx_tail == RX_RING_SIZE) {
+      rx_paused = 1;
+      outb(UART_IER, 0);
+      return;
+    }
+    rx_ring[rx_head % RX_RING_SIZE] = inb(UART_RBR);
+    rx_head++;
+  }
+}
+
+int board_console_rx_pending(void)
+{
+  return rx_head != rx_tail;
+}
+
+int board_console_getc(void)
+{
+  int c;
+
+  if (rx_head == rx_tail) {
+    return -1;
+  }
+  c = rx_ring[rx_tail % RX_RING_SIZE];
+  rx_tail++;
+  if (rx_paused) {
+    /* Room again: re-enabling the interrupt with data waiting raises it at
+       once (the 16550 re-evaluates its interrupt on an IER write). */
+    rx_paused = 0;
+    outb(UART_IER, IER_RDA);
+  }
+  return c;
+}
