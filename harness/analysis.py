@@ -651,8 +651,11 @@ class CaptureAnalysis:
 
 def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: int | None = None,
                  link_rate_bps: float | None = None, interval_s: float = 1.0,
-                 captured_at: str | None = None) -> CaptureAnalysis:
+                 captured_at: str | None = None, sender: str | None = None) -> CaptureAnalysis:
     """Analyse one TCP connection of a capture (default: the one with the most payload).
+
+    ``sender`` ("device" or "peer", with ``device_ip``) picks the connection carrying the most
+    data from that side instead: one direction of an iperf -r or -d run.
 
     ``captured_at`` ("device" or "peer") says where the capture was taken when the caller knows
     (netrepro's own captures are at the device side); otherwise it is judged from the timing.
@@ -672,6 +675,8 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
         raise NetreproError(f"interval {interval_s} s is not positive", "give a goodput interval > 0")
     if captured_at not in (None, "device", "peer"):
         raise NetreproError(f"captured_at '{captured_at}' is not a side", "give 'device' or 'peer'")
+    if sender not in (None, "device", "peer") or (sender and not device_ip):
+        raise NetreproError(f"sender '{sender}' needs device_ip and is 'device' or 'peer'", "give both")
     out = _run_tshark(path)
     result = CaptureAnalysis(path=str(path), interval_s=interval_s, link_rate_bps=link_rate_bps)
     errors = [line for line in out.stderr if line and not line.startswith("Running as user")]
@@ -689,12 +694,12 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
                                 "give a pcap or pcapng file (a run keeps it as capture.pcap)")
         else:
             raise NetreproError(f"tshark cannot read {path}: {message}", "check the file with capinfos")
-    _analyse(result, out.rows, device_ip, conn, captured_at)
+    _analyse(result, out.rows, device_ip, conn, captured_at, sender)
     return result
 
 
 def _analyse(res: CaptureAnalysis, rows: list[list[str]], device_ip: str | None, conn: int | None,
-             captured_at: str | None = None) -> None:
+             captured_at: str | None = None, sender: str | None = None) -> None:
     res.frames = len(rows)
     n_fields = len(_FIELDS)
     rows = [r for r in rows if len(r) == n_fields]
@@ -726,7 +731,11 @@ def _analyse(res: CaptureAnalysis, rows: list[list[str]], device_ip: str | None,
         res.verdict_reason = res.empty_reason
         return
     res.connections = _connections(tcp_rows)
-    if conn is None:
+    if conn is None and sender:
+        best = max(res.connections, key=lambda k: (_sent_by(k, device_ip, sender), -k.stream))
+        conn = best.stream
+        res.conn_chosen_by = f"most data sent by the {sender} of {len(res.connections)} connections"
+    elif conn is None:
         best = max(res.connections, key=lambda k: (k.payload_bytes, k.frames, -k.stream))
         conn = best.stream
         res.conn_chosen_by = ("the only connection" if len(res.connections) == 1
@@ -739,6 +748,14 @@ def _analyse(res: CaptureAnalysis, rows: list[list[str]], device_ip: str | None,
     res.conn = conn
     segs, ends = _segments([r for r in tcp_rows if int(r[c["stream"]]) == conn])
     _connection_facts(res, segs, ends, device_ip, captured_at)
+
+
+def _sent_by(k: Connection, device_ip: str | None, side: str) -> int:
+    """Bytes the device (side "device") or the other end (side "peer") sent on connection k."""
+    from_a = k.a.ip == device_ip
+    if side == "device":
+        return k.bytes_a_to_b if from_a else k.bytes_b_to_a if k.b.ip == device_ip else 0
+    return k.bytes_b_to_a if from_a else k.bytes_a_to_b if k.b.ip == device_ip else 0
 
 
 def _transport(protocols: str) -> str:

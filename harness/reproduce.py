@@ -13,6 +13,10 @@ preset, workload, the report's figure and the claim to check. Claims are small a
     within_of_report = 0.30               |median - report| <= 30% of the report's figure
     ratio_to = {case, within}             median/that case's median within 15% of the report's own ratio
 
+A case of a two-way workload (`rr`: iperf -r, `duplex`: iperf -d) names its `direction`
+("rx": peer -> device, "tx": device -> peer); cases that share profile, link and workload share
+their runs, and each is judged on its own direction's figure and connection.
+
 A report that gives figures in another unit (the Ethernut's KB/s) says so with `unit` and
 `unit_bytes` (what a K is taken to be) and gives each case's `report_value` in that unit; every
 figure is still compared and written in Mbit/s, and the table shows both.
@@ -28,9 +32,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import load_capture
 from harness.build import build_firmware, lwip_tree
 from harness.errors import NetreproError
 from harness.link import LinkSpec
+from harness.peer import Addresses
 from harness.platform import PROJECT_ROOT, load_platform
 from harness.profile import resolve_profile
 from harness.progress import Progress
@@ -40,7 +46,7 @@ from harness.workload import Workload
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
-              "note", "chunk", "bytes"}
+              "note", "chunk", "bytes", "direction"}
 _CLAIM_KEYS = {"verdict", "window", "mss", "window_scaling", "faster_than", "close_to", "at_least_mbps",
                "link_limited_or_within", "within_of_report", "ratio_to"}
 
@@ -55,6 +61,7 @@ class CaseResult:
     link: str
     workload: str
     report_mbps: float | list[float] | None
+    direction: str | None = None              # rr / duplex: which direction's figure this case is
     report_value: float | None = None         # the report's figure in its own unit (the document's "unit")
     median_in_unit: float | None = None       # netrepro's median in that unit
     runs_mbps: list[float] = field(default_factory=list)
@@ -105,10 +112,11 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
     root = make_run_dir(out, f"reproduce-{name}", "all")
     cases = [c for c in report["cases"] if not only or c["case"] in only]
     results: dict[str, CaseResult] = {}
+    shared: dict[tuple, tuple[list[RunResult], list[str], str | None]] = {}
     for spec in cases:
         results[spec["case"]] = _run_case(report, spec, root, tree, repeats,
                                           seconds or float(spec.get("seconds", report.get("seconds", 10))),
-                                          progress)
+                                          progress, shared)
     for result in results.values():
         _judge(result, results)
     platform = load_platform(report["platform"])
@@ -122,30 +130,48 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
 
 
 def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
-              seconds: float, progress: Progress) -> CaseResult:
+              seconds: float, progress: Progress,
+              shared: dict[tuple, tuple[list[RunResult], list[str], str | None]]) -> CaseResult:
     platform = load_platform(spec.get("platform", report["platform"]))
     profile = resolve_profile(platform, spec["profile"])
-    firmware = build_firmware(platform, profile, tree, progress.step)
     workload = Workload(spec["workload"], seconds=seconds, bytes=spec.get("bytes"),
                         chunk=int(spec.get("chunk", report.get("chunk", 1460))))
-    link = LinkSpec.from_preset(platform.link_preset(spec["link"]))
+    direction = _direction(spec)
     result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
-                        workload=spec["workload"], report_mbps=_report_mbps(report, spec),
+                        workload=spec["workload"], report_mbps=_report_mbps(report, spec), direction=direction,
                         report_value=spec.get("report_value"), claim=spec.get("claim", {}))
-    runs: list[RunResult] = []
-    for i in range(repeats):
-        run_dir = root / f"{spec['case'].replace(' ', '-')}-{i + 1}"
-        run_dir.mkdir()
-        progress.step(f"{spec['case']}: run {i + 1} of {repeats}")
-        try:
-            runs.append(execute(platform, firmware, link, workload, run_dir))
-        except NetreproError as exc:
-            result.error = str(exc)
-        result.run_dirs.append(str(run_dir))
+    key = (platform.name, profile.name, spec["link"], repr(workload))
+    if key not in shared:
+        firmware = build_firmware(platform, profile, tree, progress.step)
+        link = LinkSpec.from_preset(platform.link_preset(spec["link"]))
+        runs, run_dirs, error = [], [], None
+        for i in range(repeats):
+            run_dir = root / f"{spec['case'].replace(' ', '-')}-{i + 1}"
+            run_dir.mkdir()
+            progress.step(f"{spec['case']}: run {i + 1} of {repeats}")
+            try:
+                runs.append(execute(platform, firmware, link, workload, run_dir))
+            except NetreproError as exc:
+                error = str(exc)
+            run_dirs.append(str(run_dir))
+        shared[key] = (runs, run_dirs, error)
+    runs, result.run_dirs, result.error = shared[key][0], list(shared[key][1]), shared[key][2]
     _summarise(result, runs)
     if result.median_mbps is not None and report.get("unit_bytes"):
         result.median_in_unit = round(result.median_mbps * 1e6 / 8 / int(report["unit_bytes"]), 1)
     return result
+
+
+def _direction(spec: dict[str, Any]) -> str | None:
+    two_way = spec["workload"] in ("rr", "duplex")
+    direction = spec.get("direction")
+    if two_way and direction not in ("rx", "tx"):
+        raise NetreproError(f"case '{spec['case']}' runs {spec['workload']} (both directions) but does not say "
+                            "which one it is", 'add direction = "rx" (peer -> device) or "tx" (device -> peer)')
+    if not two_way and direction is not None:
+        raise NetreproError(f"case '{spec['case']}': direction applies only to the rr and duplex workloads",
+                            "remove it")
+    return direction
 
 
 def _report_mbps(report: dict[str, Any], spec: dict[str, Any]) -> float | list[float] | None:
@@ -158,17 +184,25 @@ def _report_mbps(report: dict[str, Any], spec: dict[str, Any]) -> float | list[f
     return round(float(spec["report_value"]) * int(report["unit_bytes"]) * 8 / 1e6, 4)
 
 
+def _figure(run: RunResult, direction: str | None) -> float | None:
+    value = run.throughput_mbps
+    if direction is not None:
+        value = value.get(direction) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, float | int) else None
+
+
 def _summarise(result: CaseResult, runs: list[RunResult]) -> None:
-    figures = [r.throughput_mbps for r in runs if isinstance(r.throughput_mbps, float | int)]
-    if not figures:
+    measured = [(f, r) for r in runs if (f := _figure(r, result.direction)) is not None]
+    if not measured:
         return
+    figures = [f for f, _ in measured]
     result.runs_mbps = [round(f, 2) for f in figures]
     result.median_mbps = round(statistics.median(figures), 2)
     result.min_mbps, result.max_mbps = round(min(figures), 2), round(max(figures), 2)
-    middle = sorted(runs, key=lambda r: r.throughput_mbps)[len(runs) // 2]  # the median run speaks for the case
-    analysis = middle.analysis
+    middle = sorted(measured, key=lambda fr: fr[0])[len(measured) // 2][1]  # the median run speaks for the case
+    rate = data_rate_bps(middle, result.direction)
+    analysis = middle.analysis if result.direction is None else _direction_analysis(middle, result.direction, rate)
     result.verdict, result.verdict_reason = analysis.get("verdict"), analysis.get("verdict_reason")
-    rate = data_rate_bps(middle)
     result.link_mbps = round(rate / 1e6, 2) if rate else None
     result.bound_mbps = analysis.get("bound_mbps") or result.link_mbps
     result.device_mss = analysis.get("device_mss")
@@ -177,6 +211,15 @@ def _summarise(result: CaseResult, runs: list[RunResult]) -> None:
     scales = analysis.get("window_scale") or {}
     result.window_scaling = None if not scales else any(v is not None for v in scales.values())
     result.rtt_ms = analysis.get("rtt_ms")
+
+
+def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> dict[str, Any]:
+    """The analysis of the one connection of a two-way run that carried this direction's data."""
+    try:
+        return load_capture(run.capture, device_ip=Addresses().device, link_rate_bps=rate, captured_at="device",
+                            sender="device" if direction == "tx" else "peer").summary()
+    except NetreproError as exc:
+        return {"verdict": None, "verdict_reason": str(exc)}
 
 
 def _judge(result: CaseResult, others: dict[str, CaseResult]) -> None:

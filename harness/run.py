@@ -122,9 +122,11 @@ def _warn_if_lagging(clock: dict[str, float] | None, progress: Progress) -> None
                       "timing figures of this run are less trustworthy; run with fewer jobs beside it")
 
 
-def data_rate_bps(result: RunResult) -> float | None:
-    """The link rate in the workload's main data direction (pacing into the device included)."""
-    direction = result.link["to_peer" if result.workload["name"] in DEVICE_SENDS else "to_device"]
+def data_rate_bps(result: RunResult, direction: str | None = None) -> float | None:
+    """The link rate in the workload's main data direction, or in `direction` ("rx"/"tx") of a
+    two-way run (pacing into the device included)."""
+    sends = direction == "tx" if direction else result.workload["name"] in DEVICE_SENDS
+    direction = result.link["to_peer" if sends else "to_device"]
     rates = [r for r in (direction.get("rate_bps"), direction.get("pace_bps")) if r]
     return float(min(rates)) if rates else None
 
