@@ -7,6 +7,7 @@ preset, workload, the report's figure and the claim to check. Claims are small a
     window = 23360, mss = 1460            what the device advertised (exact; the window with nothing unread)
     window_scaling = false                no window-scale option
     faster_than = {case, factor}          median >= factor x that case's median
+    slower_than = {case, factor}          median <= factor x that case's median
     close_to = {case, within}             |median - other| <= within x other
     at_least_mbps = 85                    median >= 85
     link_limited_or_within = 0.15         verdict link-limited, or median within 15% of the link rate
@@ -46,9 +47,9 @@ from harness.workload import Workload
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
-              "note", "chunk", "bytes", "direction"}
+              "note", "chunk", "bytes", "direction", "warmup"}
 _CLAIM_KEYS = {"verdict", "window", "mss", "window_scaling", "faster_than", "close_to", "at_least_mbps",
-               "link_limited_or_within", "within_of_report", "ratio_to"}
+               "link_limited_or_within", "within_of_report", "ratio_to", "slower_than"}
 
 
 @dataclass
@@ -135,7 +136,8 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     platform = load_platform(spec.get("platform", report["platform"]))
     profile = resolve_profile(platform, spec["profile"])
     workload = Workload(spec["workload"], seconds=seconds, bytes=spec.get("bytes"),
-                        chunk=int(spec.get("chunk", report.get("chunk", 1460))))
+                        chunk=int(spec.get("chunk", report.get("chunk", 1460))),
+                        warmup_s=float(spec.get("warmup", report.get("warmup", 0.0))))
     direction = _direction(spec)
     result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
                         workload=spec["workload"], report_mbps=_report_mbps(report, spec), direction=direction,
@@ -263,6 +265,14 @@ def _check_faster(r: CaseResult, want: dict, others: dict[str, CaseResult]) -> t
     return ratio >= want["factor"], f"{ratio:.2f}x {want['case']} (claim >= {want['factor']}x)"
 
 
+def _check_slower(r: CaseResult, want: dict, others: dict[str, CaseResult]) -> tuple[bool, str]:
+    other = others.get(want["case"])
+    if other is None or not other.median_mbps or r.median_mbps is None:
+        return False, f"no figure for {want['case']}"
+    ratio = r.median_mbps / other.median_mbps
+    return ratio <= want["factor"], f"{ratio:.2f}x {want['case']} (claim <= {want['factor']}x)"
+
+
 def _check_close(r: CaseResult, want: dict, others: dict[str, CaseResult]) -> tuple[bool, str]:
     other = others.get(want["case"])
     if other is None or not other.median_mbps or r.median_mbps is None:
@@ -306,7 +316,8 @@ def _check_link(r: CaseResult, within: float, _: dict) -> tuple[bool, str]:
 
 _CHECKS: dict[str, Callable[[CaseResult, Any, dict], tuple[bool, str]]] = {
     "verdict": _check_verdict, "window": _check_window, "mss": _check_mss, "window_scaling": _check_scaling,
-    "faster_than": _check_faster, "close_to": _check_close, "at_least_mbps": _check_at_least,
+    "faster_than": _check_faster, "slower_than": _check_slower, "close_to": _check_close,
+    "at_least_mbps": _check_at_least,
     "link_limited_or_within": _check_link, "within_of_report": _check_within_report, "ratio_to": _check_ratio,
 }
 
