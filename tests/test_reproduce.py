@@ -22,7 +22,7 @@ def test_every_report_loads_and_names_the_direction_of_its_two_way_cases():
 
 
 def test_a_two_way_case_must_say_which_direction_it_is():
-    with pytest.raises(NetreproError, match="runs rr .* does not say which one"):
+    with pytest.raises(NetreproError, match=r"runs rr .* does not say which one"):
         _direction({"case": "c", "workload": "rr"})
     with pytest.raises(NetreproError, match="only to the rr and duplex"):
         _direction({"case": "c", "workload": "rx", "direction": "rx"})
