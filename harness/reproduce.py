@@ -210,8 +210,9 @@ def _summarise(result: CaseResult, runs: list[RunResult]) -> None:
     result.device_mss = analysis.get("device_mss")
     window = analysis.get("device_window") or {}
     result.device_window, result.device_window_max = window.get("median"), window.get("max")
-    scales = analysis.get("window_scale") or {}
-    result.window_scaling = None if not scales else any(v is not None for v in scales.values())
+    scaling = analysis.get("window_scaling") or ""
+    # negotiated only when both SYNs carry the option; unknown without the SYN
+    result.window_scaling = None if scaling.startswith("unknown") or not scaling else scaling == "negotiated"
     result.rtt_ms = analysis.get("rtt_ms")
 
 

@@ -9,7 +9,11 @@ explained in the README; they are not asserted here as if they held.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from harness.analysis import load_capture
 
 pytestmark = pytest.mark.real
 
@@ -69,3 +73,21 @@ def test_rt1060_ethernet_after_reaches_line_rate(netrepro):
         # keeps a robust floor well above what MSS 800 reaches (~68).
         assert case["median_mbps"] >= 72, claim(case)
         assert case["device_mss"] == 1460, claim(case)
+
+
+def test_xbox_two_way_cases_share_one_run_and_judge_their_own_direction(netrepro):
+    found = cases(netrepro, "xbox", ["nvnetdrv rx", "nvnetdrv tx"])
+    rx, tx = found["nvnetdrv rx"], found["nvnetdrv tx"]
+    assert rx["run_dirs"] == tx["run_dirs"], "one iperf -r run serves both directions"
+    assert (rx["direction"], tx["direction"]) == ("rx", "tx")
+    for case in (rx, tx):
+        assert case["device_mss"] == 1432 and case["window_scaling"] is False, claim(case)
+    assert rx["device_window_max"] == 64440, claim(rx)
+    assert rx["median_mbps"] >= 70 and tx["median_mbps"] >= 70, (claim(rx), claim(tx))
+    # Each direction is its own connection of the capture, and its analysis is that connection's.
+    capture = Path(rx["run_dirs"][0]) / "capture.pcap"
+    peer_sends = load_capture(capture, device_ip="10.77.0.2", sender="peer", captured_at="device")
+    board_sends = load_capture(capture, device_ip="10.77.0.2", sender="device", captured_at="device")
+    assert peer_sends.conn != board_sends.conn
+    assert peer_sends.goodput_mbps == pytest.approx(rx["median_mbps"], rel=0.15)
+    assert board_sends.goodput_mbps == pytest.approx(tx["median_mbps"], rel=0.15)
