@@ -5,7 +5,7 @@
  * keeps the host tty's output processing on, which turns it into "\r\n"
  * (a "\r\n" from here would arrive as "\r\r\n").
  *
- * RX is interrupt driven into a ring buffer. QEMU's UART holds one character
+ * RX is interrupt driven into the shared ring (nr_console_ring.h). QEMU's UART holds one character
  * and stops taking input from the host while it is unread, so no character
  * is lost as long as we never read DATA without storing it: when the ring is
  * full the RX interrupt is switched off and the character stays in the UART
@@ -14,6 +14,7 @@
 #include "nr_board.h"
 #include "board_defs.h"
 #include "cortexm.h"
+#include "nr_console_ring.h"
 
 #define UART_DATA      REG32(CONSOLE_UART_BASE + 0x00u)
 #define UART_STATE     REG32(CONSOLE_UART_BASE + 0x04u)
@@ -28,12 +29,7 @@
 #define CTRL_RX_INTEN  (1u << 3)
 #define INT_RX         (1u << 1)
 
-#define RX_RING_SIZE 256u /* power of two */
-
-static volatile uint8_t rx_ring[RX_RING_SIZE];
-static volatile uint32_t rx_head; /* written by the ISR */
-static volatile uint32_t rx_tail; /* written by the main loop */
-static volatile int rx_paused;
+static struct nr_console_ring rx;
 
 void console_init(void)
 {
@@ -62,33 +58,26 @@ void console_uart_handler(void)
      below raises the interrupt again. */
   UART_INTSTATUS = INT_RX;
   while (UART_STATE & STATE_RXFULL) {
-    if (rx_head - rx_tail == RX_RING_SIZE) {
-      rx_paused = 1;
+    if (nr_ring_pause(&rx)) {
       UART_CTRL &= ~CTRL_RX_INTEN;
       return;
     }
-    rx_ring[rx_head % RX_RING_SIZE] = (uint8_t)UART_DATA;
-    rx_head++;
+    nr_ring_put(&rx, (uint8_t)UART_DATA);
   }
 }
 
 int board_console_rx_pending(void)
 {
-  return rx_head != rx_tail;
+  return nr_ring_pending(&rx);
 }
 
 int board_console_getc(void)
 {
-  int c;
+  int resume;
+  int c = nr_ring_get(&rx, &resume);
 
-  if (rx_head == rx_tail) {
-    return -1;
-  }
-  c = rx_ring[rx_tail % RX_RING_SIZE];
-  rx_tail++;
-  if (rx_paused) {
+  if (resume) {
     /* Room again: re-arm and let the ISR collect what waited in the UART. */
-    rx_paused = 0;
     UART_CTRL |= CTRL_RX_INTEN;
     nvic_set_pending(CONSOLE_UART_IRQ);
   }

@@ -13,6 +13,7 @@
 #include "nr_board.h"
 #include "board_defs.h"
 #include "x86.h"
+#include "nr_console_ring.h"
 
 #define UART_RBR (COM1_PORT + 0u)
 #define UART_THR (COM1_PORT + 0u)
@@ -33,12 +34,7 @@
 #define MCR_OUT2  0x08u  /* gates the UART's interrupt onto the PC's IRQ line */
 #define MCR_DTR_RTS 0x03u
 
-#define RX_RING_SIZE 256u /* power of two */
-
-static volatile uint8_t rx_ring[RX_RING_SIZE];
-static volatile uint32_t rx_head; /* written by the ISR */
-static volatile uint32_t rx_tail; /* written by the main loop */
-static volatile int rx_paused;
+static struct nr_console_ring rx;
 
 void console_init(void)
 {
@@ -70,34 +66,27 @@ void board_console_write(const char *buf, size_t len)
 void console_irq_handler(void)
 {
   while (inb(UART_LSR) & LSR_DR) {
-    if (rx_head - rx_tail == RX_RING_SIZE) {
-      rx_paused = 1;
+    if (nr_ring_pause(&rx)) {
       outb(UART_IER, 0);
       return;
     }
-    rx_ring[rx_head % RX_RING_SIZE] = inb(UART_RBR);
-    rx_head++;
+    nr_ring_put(&rx, inb(UART_RBR));
   }
 }
 
 int board_console_rx_pending(void)
 {
-  return rx_head != rx_tail;
+  return nr_ring_pending(&rx);
 }
 
 int board_console_getc(void)
 {
-  int c;
+  int resume;
+  int c = nr_ring_get(&rx, &resume);
 
-  if (rx_head == rx_tail) {
-    return -1;
-  }
-  c = rx_ring[rx_tail % RX_RING_SIZE];
-  rx_tail++;
-  if (rx_paused) {
+  if (resume) {
     /* Room again: re-enabling the interrupt with data waiting raises it at
        once (the 16550 re-evaluates its interrupt on an IER write). */
-    rx_paused = 0;
     outb(UART_IER, IER_RDA);
   }
   return c;
