@@ -20,6 +20,15 @@ in tests, a second unix datagram socket) and applies, per direction and in this 
    sigma). Frames keep their order unless ``reorder`` is true (then jitter may reorder
    them, as netem's time-sorted queue does).
 
+Toward the device, frames are also handed over no faster than its NIC's wire (``pace_bps``,
+``pace_burst_frames``), and when the device's socket cannot take a frame when it is due
+(QEMU reads it only while the emulated NIC has a free RX descriptor), ``overflow="hold"``
+(the default) keeps it until it can, while ``overflow="drop"`` drops it as ``device-full``,
+as a real NIC loses what arrives while its RX ring is full. ``sock_frames`` N limits what the
+socket toward the device holds unread to N full-size frames (through SO_SNDBUF; at least 2,
+the kernel's minimum), so that what waits in front of the device is its NIC's ring and a
+small FIFO rather than the kernel's socket queue (``net.unix.max_dgram_qlen``, 11 frames).
+
 Everything is per direction: ``to_device`` is peer -> device, ``to_peer`` device -> peer.
 The capture is taken at the device side of the link: device -> peer frames are stamped
 when they arrive from the device, peer -> device frames when they are handed to it.
@@ -56,7 +65,8 @@ from harness.native import build_tool
 LINK_SOURCE = Path(__file__).resolve().parent / "native" / "netrepro_link.c"
 ETHERNET_OVERHEAD = 24  # preamble 8 + inter-frame gap 12 + FCS 4, per frame on the wire
 ETHERNET_MIN_FRAME = 60  # without FCS
-DROP_REASONS = ("loss", "gemodel", "droplist", "queue", "unreachable")
+DROP_REASONS = ("loss", "gemodel", "droplist", "queue", "unreachable", "device-full")
+OVERFLOW_MODES = ("hold", "drop")
 DROP_KINDS = ("frame", "data", "syn", "fin", "rst", "ack", "udp")
 SUN_PATH_MAX = 107  # usable bytes of a unix socket path
 
@@ -239,6 +249,8 @@ class Direction:
     jitter_dist: str = "uniform"
     pace_bps: int = 0  # the receiving NIC's wire: frames are handed over no faster (0: off)
     pace_burst_frames: int = 0  # full frames it may take back to back
+    overflow: str = "hold"  # receiver full when a frame is due: "hold" it, or "drop" it (device-full)
+    sock_frames: int = 0  # full-size frames the socket toward the receiver holds unread (0: not limited)
 
     def __post_init__(self) -> None:
         for name in ("delay_s", "jitter_s", "loss"):
@@ -247,7 +259,8 @@ class Direction:
                 raise NetreproError(f"bad link {name} {value!r}", "give a finite value >= 0")
         if self.loss > 1:
             raise NetreproError(f"bad link loss {self.loss!r}", "give a fraction from 0 to 1")
-        for name in ("rate_bps", "burst_bytes", "limit_packets", "limit_bytes", "pace_bps", "pace_burst_frames"):
+        for name in ("rate_bps", "burst_bytes", "limit_packets", "limit_bytes", "pace_bps", "pace_burst_frames",
+                     "sock_frames"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise NetreproError(f"bad link {name} {value!r}", "give a whole number >= 0")
@@ -260,6 +273,8 @@ class Direction:
         object.__setattr__(self, "drop", parse_drop_list(self.drop))
         if self.jitter_dist not in ("uniform", "normal"):
             raise NetreproError(f"bad jitter distribution {self.jitter_dist!r}", "use 'uniform' or 'normal'")
+        if self.overflow not in OVERFLOW_MODES:
+            raise NetreproError(f"bad link overflow {self.overflow!r}", "use 'hold' or 'drop'")
 
     def serialisation_s(self, frame_len: int) -> float:
         """Time on the line for a frame of frame_len bytes (without FCS); 0 without a rate."""
@@ -292,6 +307,8 @@ class Direction:
             f"reorder={int(self.reorder)}",
             f"pace_bps={self.pace_bps}",
             f"pace_burst={self.pace_burst_frames}",
+            f"overflow={self.overflow}",
+            f"sock_frames={self.sock_frames}",
         ]
         return ",".join(parts)
 
@@ -312,6 +329,8 @@ class Direction:
             "reorder": self.reorder,
             "pace_bps": self.pace_bps,
             "pace_burst_frames": self.pace_burst_frames,
+            "overflow": self.overflow,
+            "sock_frames": self.sock_frames,
             "ethernet_overhead_bytes": ETHERNET_OVERHEAD,
         }
 
@@ -548,6 +567,15 @@ class LinkSpec:
             self, to_device=dataclasses.replace(self.to_device, pace_bps=rate_bps, pace_burst_frames=burst_frames)
         )
 
+    def overflowing_to_device(self, overflow: str, sock_frames: int = 0) -> LinkSpec:
+        """The same link, with what happens when the device cannot take a frame that is due:
+        ``"hold"`` it until it can, or ``"drop"`` it (``device-full``) as a full NIC ring does;
+        ``sock_frames`` full-size frames may wait unread in the socket toward it (0: no limit
+        but the kernel's max_dgram_qlen)."""
+        return dataclasses.replace(
+            self, to_device=dataclasses.replace(self.to_device, overflow=overflow, sock_frames=sock_frames)
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The effective values in plain units (seconds, bit/s, bytes, fractions)."""
         return {
@@ -577,6 +605,9 @@ class DirectionCounters:
     late_us_mean: float = 0.0  # how late frames left the link against their schedule
     late_us_max: float = 0.0
     late_over_100us: int = 0
+    overflow: str = "hold"  # what the link did with a frame the receiver could not take
+    out_sndbuf_bytes: int = 0  # SO_SNDBUF of the socket toward the receiver, as the kernel kept it
+    sock_frames: int = 0  # full-size frames that socket holds unread (0: not limited by SO_SNDBUF)
 
     @property
     def dropped_total(self) -> int:

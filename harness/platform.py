@@ -29,7 +29,8 @@ _SCHEMA: dict[str, dict[str, bool]] = {
     "memory": {"code": True, "data": True, "bulk": False},
     "console": {"device": True, "base": True, "serial": False},
     "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False, "wire_rate": False,
-            "rx_burst_frames": False, "qemu_model": False},
+            "rx_burst_frames": False, "rx_overflow": False, "rx_overflow_frames": False,
+            "qemu_model": False},
     "links": {},
     "profiles": {"default": True, "known": True},
 }
@@ -122,6 +123,13 @@ def _parse(path: Path, data: dict[str, Any]) -> Platform:
     if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", str(data["nic"]["mac"])):
         raise NetreproError(f"{path}: nic.mac '{data['nic']['mac']}' is not a MAC address",
                             "write it as 52:54:00:12:34:56")
+    if data["nic"].get("rx_overflow", "hold") not in ("hold", "drop"):
+        raise NetreproError(f"{path}: nic.rx_overflow '{data['nic']['rx_overflow']}' is not hold or drop",
+                            "use \"hold\" (frames wait for the NIC) or \"drop\" (a full RX ring drops them)")
+    frames = data["nic"].get("rx_overflow_frames", 2)
+    if isinstance(frames, bool) or not isinstance(frames, int) or not 2 <= frames <= 1000:
+        raise NetreproError(f"{path}: nic.rx_overflow_frames {frames!r} is not a whole number from 2 to 1000",
+                            "give the full-size frames the NIC holds beyond its ring, e.g. 4")
     profiles = data["profiles"]
     if profiles["default"] not in profiles["known"]:
         raise NetreproError(f"{path}: profiles.default '{profiles['default']}' is not in profiles.known",

@@ -37,11 +37,15 @@ def _mkdir(path: Path) -> Path:
 
 
 def device_paced(spec: LinkSpec, platform: Platform) -> LinkSpec:
-    """The link as run: frames reach the stand-in NIC no faster than its wire, whatever the preset."""
+    """The link as run: frames reach the stand-in NIC no faster than its wire, whatever the preset,
+    and a frame the NIC cannot take when it is due is held or dropped as its ``rx_overflow`` says."""
     nic = platform.nic
-    if "wire_rate" not in nic:
-        return spec
-    return spec.paced_to_device(parse_rate(nic["wire_rate"]), int(nic.get("rx_burst_frames", 0)))
+    if "wire_rate" in nic:
+        spec = spec.paced_to_device(parse_rate(nic["wire_rate"]), int(nic.get("rx_burst_frames", 0)))
+    if nic.get("rx_overflow", "hold") != "hold":
+        frames = nic.get("rx_overflow_frames", max(2, int(nic.get("rx_burst_frames", 0))))
+        spec = spec.overflowing_to_device(nic["rx_overflow"], int(frames))
+    return spec
 
 
 class Session:

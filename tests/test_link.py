@@ -91,8 +91,10 @@ SYN, ACK, PSH, FIN = 0x02, 0x10, 0x08, 0x01
 class Bench:
     """A running link with the test on both sides."""
 
-    def __init__(self, spec: LinkSpec, root: Path, device_present: bool = True, extra_args=()) -> None:
+    def __init__(self, spec: LinkSpec, root: Path, device_present: bool = True, extra_args=(),
+                 connect_device: bool = True) -> None:
         self.root = root
+        self.connect_device = connect_device
         self.dev = self._socket(root / "qemu.sock") if device_present else None
         self.peer = self._socket(root / "peer.sock")
         self.link = Link(
@@ -117,7 +119,7 @@ class Bench:
     def __enter__(self) -> Bench:
         self.link.start()
         # connected back to the link: its sends are not limited by net.unix.max_dgram_qlen
-        if self.dev:
+        if self.dev and self.connect_device:
             self.dev.connect(str(self.link.device_sock))
         self.peer.connect(str(self.link.peer_sock))
         return self
@@ -329,6 +331,9 @@ def test_bad_options_exit_2(tmp_path):
         (base + peer + ["--to-device", "rate_bps=fast"], "rate_bps"),
         (base + peer + ["--to-device", "drop=data:0"], "data:0"),
         (base + peer + ["--seed"], "--seed"),
+        (base + peer + ["--to-device", "overflow=spill"], "overflow"),
+        (base + peer + ["--to-peer", "overflow=drop"], "overflow=drop"),
+        (base + peer + ["--to-device", "sock_frames=many"], "sock_frames"),
         (base, "--tap"),
     ]
     for cmd, needle in cases:
@@ -554,6 +559,119 @@ def test_unreachable_device_counts_as_drop(root):
     assert len(read_pcap(b.link.pcap_path)) == 0  # never handed to the device
 
 
+# ------------------------------------------------------------------ a device that cannot take a frame
+
+
+def _max_dgram_qlen() -> int:
+    """What a unix datagram socket queues before its senders block (net.unix.max_dgram_qlen + 1)."""
+    return int(Path("/proc/sys/net/unix/max_dgram_qlen").read_text()) + 1
+
+
+def _to_a_device_that_stops_reading(root: Path, spec: LinkSpec, count: int = 30) -> tuple[Bench, LinkCounters]:
+    """count full-size frames toward a device socket nobody reads; the counters once all are in.
+
+    The device socket is not connected back to the link, as QEMU's is not (it sends with
+    sendto), so its queue takes max_dgram_qlen frames before the link's sends would block."""
+    b = Bench(spec, root, connect_device=False)
+    b.__enter__()
+    for i in range(count):
+        b.from_peer(raw_frame(i, 1514, PEER_MAC, DEV_MAC))
+    counters = b.wait_arrivals("to_device", count)
+    deadline = time.monotonic() + 2
+    while counters.to_device.frames_out + counters.to_device.dropped_total + counters.to_device.in_flight < count:
+        assert time.monotonic() < deadline, counters
+        counters = b.link.counters()
+    return b, counters
+
+
+@pytest.mark.parametrize("sock_frames", [2, 4])
+def test_overflow_drop_loses_what_the_device_cannot_take(root, sock_frames):
+    # A real NIC with a full RX ring drops what comes in on the wire: nothing is held back.
+    spec = LinkSpec(to_device=one_way(overflow="drop", sock_frames=sock_frames))
+    b, snap = _to_a_device_that_stops_reading(root, spec)
+    try:
+        c = snap.to_device
+        assert c.frames_in == 30 and c.in_flight == 0  # none held
+        assert c.frames_out == sock_frames  # what the socket toward the device holds unread
+        assert c.dropped["device-full"] == 30 - sock_frames == c.dropped_total
+        assert c.overflow == "drop" and c.sock_frames == sock_frames and c.out_sndbuf_bytes > 0
+        got = b.at_device(30, timeout=0.3)
+        assert [frame_number(f) for _, f in got] == list(range(sock_frames))
+        # once the device reads again, frames get through again
+        for i in range(100, 100 + sock_frames):
+            b.from_peer(raw_frame(i, 1514, PEER_MAC, DEV_MAC))
+            time.sleep(0.005)  # one at a time: the test reads them only afterwards
+        assert [frame_number(f) for _, f in b.at_device(sock_frames)] == list(range(100, 100 + sock_frames))
+        counters = b.link.stop()
+    finally:
+        b.__exit__(None, None, None)
+    assert counters.to_device.frames_out == 2 * sock_frames
+    assert counters.dropped["device-full"] == 30 - sock_frames
+    drops = read_drops(b.link.drops_path)
+    assert [d["frame"] for d in drops] == list(range(sock_frames + 1, 31))
+    assert {(d["dir"], d["reason"], d["len"]) for d in drops} == {("to_device", "device-full", 1514)}
+    assert len(read_pcap(b.link.pcap_path)) == 2 * sock_frames  # dropped frames are not in the capture
+
+
+def test_overflow_drop_without_a_socket_limit_stops_at_the_kernels_queue(root):
+    spec = LinkSpec(to_device=one_way(overflow="drop"))
+    b, snap = _to_a_device_that_stops_reading(root, spec)
+    b.__exit__(None, None, None)
+    qlen = _max_dgram_qlen()
+    assert snap.to_device.frames_out == qlen and snap.to_device.sock_frames == 0
+    assert snap.to_device.dropped["device-full"] == 30 - qlen and snap.to_device.in_flight == 0
+
+
+def test_overflow_hold_is_the_default_and_loses_nothing(root):
+    assert Direction().overflow == "hold" and Direction().sock_frames == 0
+    b, snap = _to_a_device_that_stops_reading(root, LinkSpec())
+    try:
+        c = snap.to_device
+        assert c.dropped_total == 0 and c.overflow == "hold"
+        assert c.frames_out == _max_dgram_qlen() and c.in_flight == 30 - c.frames_out  # held by the link
+        got = b.at_device(30)  # the device reads again: everything arrives, in order
+        assert [frame_number(f) for _, f in got] == list(range(30))
+        counters = b.link.stop()
+    finally:
+        b.__exit__(None, None, None)
+    assert counters.to_device.frames_out == 30 and counters.total_dropped == 0
+    assert read_drops(b.link.drops_path) == []
+
+
+def test_overflow_in_the_spec_and_from_the_platform(tmp_path):
+    from harness.platform import load_platform
+    from harness.session import device_paced
+
+    with pytest.raises(NetreproError, match="overflow"):
+        Direction(overflow="spill")
+    d = Direction(overflow="drop", sock_frames=4)
+    assert "overflow=drop" in d.cli() and "sock_frames=4" in d.cli()
+    assert d.as_dict()["overflow"] == "drop" and d.as_dict()["sock_frames"] == 4
+
+    xbox = load_platform("xbox")
+    text = xbox.path.read_text()
+    preset = LinkSpec.from_preset(xbox.link_preset("ethernet"))
+    variants = {}
+    for name, nic_lines in (("hold", ""), ("drop", 'rx_overflow = "drop"\n'),
+                            ("drop6", 'rx_overflow = "drop"\nrx_overflow_frames = 6\n')):
+        body = "\n".join(line for line in text.splitlines() if not line.startswith("rx_overflow"))
+        path = tmp_path / f"{name}.toml"
+        path.write_text(body.replace("[nic]\n", "[nic]\n" + nic_lines) + "\n")
+        variants[name] = device_paced(preset, load_platform(str(path)))
+    assert variants["hold"].to_device.overflow == "hold" and variants["hold"].to_device.sock_frames == 0
+    burst = int(xbox.nic.get("rx_burst_frames", 0))
+    assert variants["drop"].to_device.overflow == "drop"
+    assert variants["drop"].to_device.sock_frames == max(2, burst)  # the pacing's burst fits
+    assert variants["drop6"].to_device.sock_frames == 6
+    assert variants["drop"].to_peer.overflow == "hold"
+    assert variants["drop"].as_dict()["to_device"]["overflow"] == "drop"  # what link.json records
+    bad = tmp_path / "bad.toml"
+    bad.write_text(body.replace("[nic]\n", '[nic]\nrx_overflow = "spill"\n', 1) + "\n")
+    with pytest.raises(NetreproError, match="rx_overflow") as err:
+        load_platform(str(bad))
+    assert "\n" not in str(err.value)
+
+
 # ------------------------------------------------------------------ capture, stats, process
 
 
@@ -601,7 +719,8 @@ def test_stats_json_and_snapshot(root):
     for name in ("to_device", "to_peer"):
         for key in ("frames_in", "bytes_in", "frames_out", "bytes_out", "queue_hwm_pkts", "queue_hwm_bytes"):
             assert isinstance(raw[name][key], int)
-        assert set(raw[name]["dropped"]) == {"loss", "gemodel", "droplist", "queue", "unreachable"}
+        assert set(raw[name]["dropped"]) == {"loss", "gemodel", "droplist", "queue", "unreachable", "device-full"}
+        assert raw[name]["overflow"] == "hold" and raw[name]["sock_frames"] == 0
     assert counters.to_peer.bytes_in == counters.to_peer.bytes_out == 3500
     assert counters.total_frames_out == 7 and counters.total_dropped == 0
     assert counters.to_peer.late_us_max < 5000

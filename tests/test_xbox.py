@@ -3,9 +3,10 @@
 QEMU pc (Pentium III) with an e1000 in place of nvnet; both nxdk driver designs rebuilt over
 it (firmware/nics/e1000), chosen by profile. Pinned here: the report's exact TCP values (MSS
 1432, window 64440, no scaling), the RX ring check at build time, and robust comparisons only.
-What the stand-in cannot show is not asserted as if it held: pktdrv RX at half of nvnetdrv's
-and the 20 Kbit/s pktdrv TX collapse both come from frame loss on the real NIC, which QEMU's
-e1000 does not produce (it holds frames back while its ring is full instead of dropping them).
+QEMU's e1000 holds frames back while its ring is full; the platform's `rx_overflow = "drop"`
+makes the link drop them instead ("device-full"), as nvnet does, so pktdrv's RX collapse (its
+32-entry ring polled every 5 ms overflows at 100 Mbit/s) shows. The 20 Kbit/s pktdrv TX
+collapse is not asserted: it needs a race in nxdk's pktdrv that the stand-in does not have.
 """
 
 from __future__ import annotations
@@ -59,16 +60,28 @@ def test_the_board_boots_and_answers_ping(netrepro, design):
     assert f"driver={design} " in (rig.run_dir / "console.log").read_text()
 
 
+def full(result):
+    """Frames the link dropped because the NIC could not take them, and the frames it was given."""
+    to_device = result.link_counters["to_device"]
+    return to_device["dropped"]["device-full"], to_device["frames_in"]
+
+
 def test_rx_nvnetdrv_beats_pktdrv(netrepro):
     pkt = run(netrepro, PROFILES["pktdrv"], "rx")
     nv = run(netrepro, PROFILES["nvnetdrv"], "rx")
-    # pktdrv takes at most its 32 descriptors every 5 ms (~73 Mbit/s of payload, a little more
-    # as descriptors refill during a drain) and copies every frame twice; nvnetdrv takes
-    # frames as they come, on interrupts, without copying.
+    assert pkt.link["to_device"]["overflow"] == "drop", "platforms/xbox.toml: rx_overflow"
+    # pktdrv takes at most its 32 descriptors every 5 ms while ~41 full frames arrive at
+    # 100 Mbit/s: the rest is lost on the wire, and TCP backs off (measured ~20 Mbit/s, report
+    # 33). nvnetdrv takes frames as they come, on interrupts, without copying; it loses only a
+    # few, when the host delays the emulator (tens a run).
     assert pkt.device_stats["nic.irqs"] == 0, "pktdrv polls: no NIC interrupts"
     assert nv.device_stats["nic.irqs"] > 0, "nvnetdrv is interrupt driven"
-    assert pkt.throughput_mbps < 0.9 * nv.throughput_mbps, (pkt.throughput_mbps, nv.throughput_mbps)
-    assert pkt.throughput_mbps < 85, pkt.throughput_mbps
+    pkt_full, _ = full(pkt)
+    nv_full, nv_in = full(nv)
+    assert pkt_full > 100, f"pktdrv's ring never overflowed ({pkt.run_dir})"
+    assert pkt.analysis["retransmissions"] > 0, pkt.analysis["verdict_reason"]
+    assert nv_full < 0.01 * nv_in, f"nvnetdrv lost {nv_full} of {nv_in} frames ({nv.run_dir})"
+    assert pkt.throughput_mbps <= 0.5 * nv.throughput_mbps, (pkt.throughput_mbps, nv.throughput_mbps)
     assert nv.throughput_mbps >= 70, nv.throughput_mbps
 
 

@@ -28,6 +28,14 @@
  *      sigma = jitter truncated at 4 sigma; the total never goes below zero.  Frames
  *      keep their order (a frame never overtakes the previous one) unless reorder=1.
  *
+ * Delivery (to_device): frames are handed to the device no faster than its NIC's wire
+ * (pace_bps, pace_burst).  When the device's socket would block (QEMU reads it only while
+ * the emulated NIC has a free RX descriptor), the frame is held until the socket takes it
+ * (overflow=hold, the default) or, with overflow=drop, dropped and logged as "device-full",
+ * as a real NIC drops what arrives on the wire while its RX ring is full; sock_frames=N
+ * then limits what the socket toward the device holds unread to N full-size frames (through
+ * SO_SNDBUF), the NIC's FIFO, instead of the kernel's max_dgram_qlen (11).
+ *
  * Capture: classic pcap, nanosecond magic, linktype Ethernet, timestamps at the
  * device side (device -> peer frames when they arrive from the device socket,
  * peer -> device frames when they are handed to the device socket).  Timestamps are
@@ -56,6 +64,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <linux/if_tun.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -88,8 +97,9 @@ typedef int64_t ns_t; /* nanoseconds */
 enum { TO_DEVICE = 0, TO_PEER = 1, NDIR = 2 };
 static const char *const dir_name[NDIR] = {"to_device", "to_peer"};
 
-enum { R_LOSS, R_GEMODEL, R_DROPLIST, R_QUEUE, R_UNREACHABLE, NREASON };
-static const char *const reason_name[NREASON] = {"loss", "gemodel", "droplist", "queue", "unreachable"};
+enum { R_LOSS, R_GEMODEL, R_DROPLIST, R_QUEUE, R_UNREACHABLE, R_DEVICE_FULL, NREASON };
+static const char *const reason_name[NREASON] = {"loss", "gemodel", "droplist", "queue", "unreachable",
+                                                 "device-full"};
 
 enum { K_FRAME, K_DATA, K_SYN, K_FIN, K_RST, K_ACK, K_UDP, NKIND };
 static const char *const kind_name[NKIND] = {"frame", "data", "syn", "fin", "rst", "ack", "udp"};
@@ -305,6 +315,12 @@ struct dir_conf {
     int reorder;
     /* delivery pacing: the receiving NIC's own wire, applied as frames are handed over */
     uint64_t pace_bps, pace_burst_frames;
+    /* overflow=drop: a frame the receiving side cannot take when it is due is dropped
+       ("device-full") instead of held until it can; sock_frames=N: the socket toward that
+       side may hold N full-size frames not yet read (SO_SNDBUF; 0: 4 MiB, i.e. only the
+       receiver's max_dgram_qlen limits it) */
+    int overflow_drop;
+    uint64_t sock_frames;
 };
 
 static void conf_defaults(struct dir_conf *c)
@@ -437,8 +453,16 @@ static void parse_dir_spec(const char *opt, const char *spec, struct dir_conf *c
                 c->jitter_normal = 1;
             else
                 usage_error("%s: bad jitter_dist '%s' (uniform or normal)", opt, v);
+        } else if (!strcmp(k, "overflow")) {
+            if (!strcmp(v, "hold"))
+                c->overflow_drop = 0;
+            else if (!strcmp(v, "drop"))
+                c->overflow_drop = 1;
+            else
+                usage_error("%s: bad overflow '%s' (hold or drop)", opt, v);
         } else if (!strcmp(k, "rate_bps") || !strcmp(k, "burst_bytes") || !strcmp(k, "limit_pkts") ||
-                   !strcmp(k, "limit_bytes") || !strcmp(k, "pace_bps") || !strcmp(k, "pace_burst")) {
+                   !strcmp(k, "limit_bytes") || !strcmp(k, "pace_bps") || !strcmp(k, "pace_burst") ||
+                   !strcmp(k, "sock_frames")) {
             if (parse_u64(v, &u))
                 usage_error("%s: bad %s '%s' (a whole number >= 0)", opt, k, v);
             if (!strcmp(k, "rate_bps"))
@@ -451,7 +475,11 @@ static void parse_dir_spec(const char *opt, const char *spec, struct dir_conf *c
                 c->pace_bps = u;
             else if (!strcmp(k, "pace_burst"))
                 c->pace_burst_frames = u;
-            else
+            else if (!strcmp(k, "sock_frames")) {
+                if (u > 1000)
+                    usage_error("%s: bad sock_frames '%s' (0..1000)", opt, v);
+                c->sock_frames = u;
+            } else
                 c->limit_bytes = u;
         } else if (!strcmp(k, "loss")) {
             if (parse_prob(v, &c->loss))
@@ -744,6 +772,8 @@ struct endpoint {
     ns_t next_connect;
     int blocked;       /* the last send would block */
     ns_t retry_at;     /* when blocked and not pollable */
+    int sndbuf;        /* SO_SNDBUF as the kernel keeps it (0: a tap) */
+    int sock_frames;   /* full-size frames it holds unread (0: not limited by SO_SNDBUF) */
 };
 
 static socklen_t fill_sun(struct sockaddr_un *sa, const char *path, const char *opt)
@@ -810,6 +840,45 @@ static void endpoint_unix(struct endpoint *e, const char *what, const char *loca
     set_bufs(e->fd);
 }
 
+/* What the kernel charges a unix datagram of len bytes against the sender's SO_SNDBUF
+ * (its skb's truesize), measured on a socket pair: SIOCOUTQ after one send. */
+static int unix_truesize(uint32_t len)
+{
+    int sv[2], outq = 0;
+    static uint8_t zero[MAX_FRAME];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) != 0)
+        die("socketpair: %s", strerror(errno));
+    if (send(sv[0], zero, len, MSG_DONTWAIT) != (ssize_t)len || ioctl(sv[0], SIOCOUTQ, &outq) != 0 || outq <= 0)
+        die("cannot measure a datagram's truesize: %s", strerror(errno));
+    close(sv[0]);
+    close(sv[1]);
+    return outq;
+}
+
+/* Limit what the socket toward e may hold unread to `frames` full-size (1514-byte) frames
+ * (0: keep set_bufs' 4 MiB).  A unix datagram counts against the sender's SO_SNDBUF (by its
+ * truesize) until the receiver has read it, and a send is allowed while the count is below
+ * SO_SNDBUF, which the kernel doubles and keeps at least SOCK_MIN_SNDBUF (two full frames). */
+static void endpoint_limit_frames(struct endpoint *e, int frames)
+{
+    socklen_t sl = sizeof(e->sndbuf);
+    if (e->is_tap)
+        return;
+    if (frames > 0) {
+        int ts = unix_truesize(1514);
+        int want = (frames * ts - ts / 2) / 2; /* the kernel doubles it: room for frames-1, not frames */
+        if (setsockopt(e->fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want)) != 0)
+            die("cannot set SO_SNDBUF %d on the %s: %s", want, e->what, strerror(errno));
+        if (getsockopt(e->fd, SOL_SOCKET, SO_SNDBUF, &e->sndbuf, &sl) != 0)
+            die("getsockopt SO_SNDBUF: %s", strerror(errno));
+        e->sock_frames = (e->sndbuf + ts - 1) / ts;
+        fprintf(stderr, "netrepro-link: %s holds %d full-size frames unread (SO_SNDBUF %d, truesize %d)\n",
+                e->what, e->sock_frames, e->sndbuf, ts);
+    } else if (getsockopt(e->fd, SOL_SOCKET, SO_SNDBUF, &e->sndbuf, &sl) != 0) {
+        e->sndbuf = 0;
+    }
+}
+
 /* connect to the remote so that sends see its queue (EAGAIN + POLLOUT) and it may
  * send to us without hitting max_dgram_qlen; fails quietly while it is not there */
 static void endpoint_try_connect(struct endpoint *e, ns_t now)
@@ -827,19 +896,21 @@ static void endpoint_try_connect(struct endpoint *e, ns_t now)
 static int endpoint_send(struct endpoint *e, const uint8_t *data, uint32_t len, ns_t now)
 {
     ssize_t r;
-    if (e->is_tap) {
-        r = write(e->fd, data, len);
-    } else {
-        endpoint_try_connect(e, now);
-        if (e->connected)
-            r = send(e->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-        else
-            r = sendto(e->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&e->remote,
-                       e->remote_len);
-    }
+    do {
+        if (e->is_tap) {
+            r = write(e->fd, data, len);
+        } else {
+            endpoint_try_connect(e, now);
+            if (e->connected)
+                r = send(e->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            else
+                r = sendto(e->fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&e->remote,
+                           e->remote_len);
+        }
+    } while (r < 0 && errno == EINTR);
     if (r >= 0)
         return 0;
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR)
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
         return 1;
     if (!e->is_tap && (errno == ECONNREFUSED || errno == ENOTCONN || errno == EPIPE || errno == ECONNRESET ||
                        errno == EDESTADDRREQ)) {
@@ -1140,11 +1211,13 @@ static void dir_deliver(struct dir *d, ns_t now)
         if (d->c.pace_bps && d->pace_tat - d->pace_burst_ns > (double)t)
             return;
         int r = endpoint_send(d->out, f->data, f->len, t);
-        if (r == 1) {
+        if (r == 1 && !d->c.overflow_drop) {
             d->out->blocked = 1;
             d->out->retry_at = t + 50000;
             return;
         }
+        /* overflow=drop: the receiver is full now, as a NIC whose RX ring (and FIFO) is full
+         * when the frame comes in on the wire: the frame is lost, after taking its wire time */
         heap_pop(d);
         if (d->c.pace_bps) {
             uint32_t wire = (f->len < ETH_MIN_NOFCS ? ETH_MIN_NOFCS : f->len) + ETH_OVERHEAD;
@@ -1165,7 +1238,7 @@ static void dir_deliver(struct dir *d, ns_t now)
             if (d->id == TO_DEVICE)
                 pcap_write(t + g_t0, f->data, f->len); /* device side: stamped when handed to the device */
         } else {
-            count_drop(d, t, R_UNREACHABLE, f->n, f->data, f->len);
+            count_drop(d, t, r == 1 ? R_DEVICE_FULL : R_UNREACHABLE, f->n, f->data, f->len);
         }
         free(f);
     }
@@ -1206,9 +1279,11 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
         fprintf(f,
                 "},\n    \"queue_hwm_pkts\": %" PRIu64 ",\n    \"queue_hwm_bytes\": %" PRIu64
                 ",\n    \"queue_pkts\": %zu,\n    \"in_flight\": %zu,\n    \"late_us_mean\": %.3f,\n"
-                "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 "\n  }",
+                "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 ",\n    \"overflow\": \"%s\",\n"
+                "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d\n  }",
                 d->hwm_pkts, d->hwm_bytes, d->q_n, d->heap_n, d->late_n ? d->late_sum_ns / d->late_n / 1e3 : 0.0,
-                d->late_max_ns / 1e3, d->late_over_100us);
+                d->late_max_ns / 1e3, d->late_over_100us, d->c.overflow_drop ? "drop" : "hold", d->out->sndbuf,
+                d->out->sock_frames);
     }
     fputs("\n}\n", f);
     if (fclose(f) != 0 || rename(tmp, g_stats_path) != 0)
@@ -1505,7 +1580,10 @@ static void help(void)
          "                     [--die-with-parent]\n"
          "SPEC: delay_us=2750,jitter_us=0,jitter_dist=uniform,rate_bps=100000000,burst_bytes=0,\n"
          "      limit_pkts=1000,limit_bytes=0,loss=0,ge=p,r,1-h,1-k,drop=data:3,frame:12,syn:1,reorder=0,\n"
-         "      pace_bps=0,pace_burst=0 (hand frames over no faster than the receiving NIC's wire)\n"
+         "      pace_bps=0,pace_burst=0 (hand frames over no faster than the receiving NIC's wire),\n"
+         "      overflow=hold|drop (--to-device only: drop a frame the device cannot take when due, as\n"
+         "      \"device-full\", instead of holding it), sock_frames=N (the socket toward that side holds\n"
+         "      N full-size frames unread, at least 2; 0: not limited beyond max_dgram_qlen)\n"
          "Prints READY when the sockets are bound; SIGTERM/SIGINT stop it (stats written), SIGUSR1 writes stats.");
 }
 
@@ -1624,6 +1702,8 @@ int main(int argc, char **argv)
     struct dir_conf conf[NDIR];
     parse_dir_spec("--to-device", spec_dev, &conf[TO_DEVICE]);
     parse_dir_spec("--to-peer", spec_peer, &conf[TO_PEER]);
+    if (conf[TO_PEER].overflow_drop)
+        usage_error("--to-peer: overflow=drop is for --to-device (the device's NIC ring)");
 
     if (die_with_parent) {
         /* SIGTERM (not the harness's SIGKILL) so that the capture and stats are still written;
@@ -1681,6 +1761,12 @@ int main(int argc, char **argv)
         pcap_open(pcap_path);
     if (drops_path)
         g_drops = afile_open(drops_path, "drops log");
+
+    /* What the socket toward a side may hold unread (sock_frames): with overflow=drop, the
+     * buffering in front of the device should be its NIC's ring (and a small FIFO), not the
+     * kernel's socket queue (max_dgram_qlen, 11 frames by default). */
+    endpoint_limit_frames(&dev_ep, (int)conf[TO_DEVICE].sock_frames);
+    endpoint_limit_frames(&peer_ep, (int)conf[TO_PEER].sock_frames);
 
     struct dir dirs[NDIR];
     dir_init(&dirs[TO_DEVICE], TO_DEVICE, &conf[TO_DEVICE], seed, &dev_ep);
