@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     _firmware_args(run)
     run.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(run)
+    run.add_argument("--rx-overflow", choices=("hold", "drop"),
+                     help="a frame the NIC cannot take when due: the link holds it or drops it "
+                          "(default: the platform's [nic] rx_overflow)")
     run.add_argument("--workload", default="rx", choices=WORKLOADS)
     run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
     run.add_argument("--bytes", type=size_arg, default=None, help="byte-count variant (discard: default 8 MiB)")
@@ -243,6 +246,8 @@ def cmd_platforms(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet or args.json)
     platform = load_platform(args.platform)
+    if args.rx_overflow:
+        platform = platform.with_nic(rx_overflow=args.rx_overflow)
     tree = lwip_tree(args.lwip_tree)
     profile = resolve_profile(platform, args.lwip, args.include, args.set, tree)
     link = link_spec(args, platform)

@@ -8,6 +8,7 @@ table names the engine, the rest describes the board.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
@@ -64,6 +65,12 @@ class Platform:
     links: dict[str, dict[str, Any]]
     default_profile: str
     profiles: list[str] = field(default_factory=list)
+
+    def with_nic(self, **changes: Any) -> Platform:
+        """The same board with some [nic] keys changed (e.g. rx_overflow="hold" for one run)."""
+        if changes.get("rx_overflow", "hold") not in ("hold", "drop"):
+            raise NetreproError(f"rx_overflow '{changes['rx_overflow']}' is not hold or drop", "use hold or drop")
+        return dataclasses.replace(self, nic={**self.nic, **changes})
 
     def link_preset(self, name: str) -> dict[str, Any]:
         if name not in self.links:

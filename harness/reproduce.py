@@ -43,11 +43,11 @@ from harness.profile import resolve_profile
 from harness.progress import Progress
 from harness.run import RunResult, data_rate_bps, execute
 from harness.session import make_run_dir
-from harness.workload import Workload
+from harness.workload import TWO_WAY, Workload
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
-              "note", "chunk", "bytes", "direction", "warmup"}
+              "note", "chunk", "bytes", "direction", "warmup", "rx_overflow"}
 _CLAIM_KEYS = {"verdict", "window", "mss", "window_scaling", "faster_than", "close_to", "at_least_mbps",
                "link_limited_or_within", "within_of_report", "ratio_to", "slower_than"}
 
@@ -63,6 +63,7 @@ class CaseResult:
     workload: str
     report_mbps: float | list[float] | None
     direction: str | None = None              # rr / duplex: which direction's figure this case is
+    rx_overflow: str = "hold"                 # what the link did with frames the NIC could not take
     report_value: float | None = None         # the report's figure in its own unit (the document's "unit")
     median_in_unit: float | None = None       # netrepro's median in that unit
     runs_mbps: list[float] = field(default_factory=list)
@@ -134,6 +135,8 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
               seconds: float, progress: Progress,
               shared: dict[tuple, tuple[list[RunResult], list[str], str | None]]) -> CaseResult:
     platform = load_platform(spec.get("platform", report["platform"]))
+    if "rx_overflow" in spec:
+        platform = platform.with_nic(rx_overflow=spec["rx_overflow"])
     profile = resolve_profile(platform, spec["profile"])
     workload = Workload(spec["workload"], seconds=seconds, bytes=spec.get("bytes"),
                         chunk=int(spec.get("chunk", report.get("chunk", 1460))),
@@ -141,8 +144,9 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     direction = _direction(spec)
     result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
                         workload=spec["workload"], report_mbps=_report_mbps(report, spec), direction=direction,
+                        rx_overflow=platform.nic.get("rx_overflow", "hold"),
                         report_value=spec.get("report_value"), claim=spec.get("claim", {}))
-    key = (platform.name, profile.name, spec["link"], repr(workload))
+    key = (platform.name, profile.name, spec["link"], repr(workload), spec.get("rx_overflow"))
     if key not in shared:
         firmware = build_firmware(platform, profile, tree, progress.step)
         link = LinkSpec.from_preset(platform.link_preset(spec["link"]))
@@ -165,7 +169,7 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
 
 
 def _direction(spec: dict[str, Any]) -> str | None:
-    two_way = spec["workload"] in ("rr", "duplex")
+    two_way = spec["workload"] in TWO_WAY
     direction = spec.get("direction")
     if two_way and direction not in ("rx", "tx"):
         raise NetreproError(f"case '{spec['case']}' runs {spec['workload']} (both directions) but does not say "
@@ -195,6 +199,9 @@ def _figure(run: RunResult, direction: str | None) -> float | None:
 
 def _summarise(result: CaseResult, runs: list[RunResult]) -> None:
     measured = [(f, r) for r in runs if (f := _figure(r, result.direction)) is not None]
+    if len(measured) < len(runs) and result.error is None:
+        result.error = (f"{len(runs) - len(measured)} of {len(runs)} runs reported no {result.direction} figure "
+                        "(see the run folders' iperf logs)")
     if not measured:
         return
     figures = [f for f, _ in measured]

@@ -20,7 +20,7 @@ from harness.platform import Platform
 from harness.plots import plot_capture
 from harness.progress import Progress
 from harness.session import Session, device_paced
-from harness.workload import DEVICE_SENDS, DISCARD_BYTES, Transfer, Workload, run_workload
+from harness.workload import DEVICE_SENDS, DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload
 
 
 @dataclass
@@ -50,9 +50,10 @@ class RunResult:
     plots: list[str] = field(default_factory=list)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
-    def record(self, transfers: list[Transfer]) -> None:
-        """Throughput, bytes and seconds: plain numbers for one direction, {rx, tx} for two."""
-        if len(transfers) == 1:
+    def record(self, transfers: list[Transfer], two_way: bool = False) -> None:
+        """Throughput, bytes and seconds: plain numbers for one direction, {rx, tx} for a two-way
+        workload (even when iperf reported only one of them: the other is then missing)."""
+        if len(transfers) == 1 and not two_way:
             t = transfers[0]
             self.throughput_mbps, self.per_second_mbps = round(t.mbps, 3), [round(x, 3) for x in t.per_second_mbps]
             self.bytes, self.seconds = t.bytes, round(t.seconds, 3)
@@ -82,7 +83,7 @@ def execute(platform: Platform, firmware: Firmware, link: LinkSpec, workload: Wo
             result.boot_seconds = round(rig.console.boot_seconds or 0.0, 3)
             result.options = rig.console.opts()
             progress.step(f"running {workload.name} ({_amount(workload)}) over link {_link_text(result.link)}")
-            result.record(run_workload(rig, workload))
+            result.record(run_workload(rig, workload), two_way=workload.name in TWO_WAY)
             result.device_stats = rig.console.stats()
         result.status = "passed"
     except NetreproError as exc:

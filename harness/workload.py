@@ -26,6 +26,7 @@ from harness.session import Session
 
 WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx")
 DEVICE_SENDS = ("tx", "discard", "sock-tx")  # workloads whose data flows device -> peer
+TWO_WAY = ("duplex", "rr")                    # workloads measuring both directions: results per direction
 IPERF_PORT = 5001
 SOCK_PORT = 5002
 DISCARD_BYTES = 8 * 1024 * 1024

@@ -70,3 +70,15 @@ def test_the_table_shows_the_report_unit_the_stand_in_and_the_note():
     assert "stand-in: simavr; NIC: model" in text and "note: Nut/OS is not available here" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("default 536"))
     assert "269.4" in line and "244.1" in line and "2.21" in line
+
+
+def test_a_case_may_run_the_nic_with_another_overflow_policy():
+    from harness.platform import load_platform
+
+    xbox = load_platform("xbox")
+    held = xbox.with_nic(rx_overflow="hold")
+    assert (xbox.nic["rx_overflow"], held.nic["rx_overflow"]) == ("drop", "hold")
+    assert held.nic["wire_rate"] == xbox.nic["wire_rate"] and held.name == "xbox"
+    with pytest.raises(NetreproError, match="is not hold or drop"):
+        xbox.with_nic(rx_overflow="maybe")
+    assert any(c.get("rx_overflow") == "hold" for c in load_report("xbox")["cases"])
