@@ -33,6 +33,18 @@ class NicBackend:
     remote: Path  # the link binds this; QEMU sends frames here
 
 
+def reap(child: pexpect.spawn, grace_s: float = 3.0) -> None:
+    """Wait for an engine process asked to quit to end (killing it after grace_s), close its log."""
+    with contextlib.suppress(Exception):
+        child.expect(pexpect.EOF, timeout=grace_s)
+    if child.isalive():
+        child.terminate(force=True)
+    with contextlib.suppress(Exception):
+        child.close()
+    if child.logfile_read:
+        child.logfile_read.close()
+
+
 class QemuEngine:
     """One QEMU process running one firmware image; a context manager that always cleans up."""
 
@@ -118,14 +130,7 @@ class QemuEngine:
                 self.qmp.close()
             self.qmp = None
         if self.child is not None:
-            with contextlib.suppress(Exception):
-                self.child.expect(pexpect.EOF, timeout=3)
-            if self.child.isalive():
-                self.child.terminate(force=True)
-            with contextlib.suppress(Exception):
-                self.child.close()
-            if self.child.logfile_read:
-                self.child.logfile_read.close()
+            reap(self.child)
             self.child = None
 
     def __enter__(self) -> QemuEngine:
@@ -207,13 +212,7 @@ class SimavrEngine:
             return
         with contextlib.suppress(Exception):
             self.child.kill(signal.SIGTERM)
-            self.child.expect(pexpect.EOF, timeout=3)
-        if self.child.isalive():
-            self.child.terminate(force=True)
-        with contextlib.suppress(Exception):
-            self.child.close()
-        if self.child.logfile_read:
-            self.child.logfile_read.close()
+        reap(self.child)
         self.child = None
 
     def clock_report(self) -> dict[str, float] | None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +46,33 @@ def leftover_processes() -> set[tuple[int, str]]:
         frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - ours
         ours |= frontier
     return {(pid, table[pid][1]) for pid in ours if any(mark in table[pid][1] for mark in _LEFTOVER_MARKS)}
+
+
+def socket_dirs() -> set[Path]:
+    """The short-lived socket folders runs create (/tmp/nr-*)."""
+    return set(Path("/tmp").glob("nr-*"))
+
+
+def interrupt_run(args: list[str], started: str, settle_s: float, to_group: bool) -> int:
+    """Run `netrepro ARGS`, send SIGINT once its progress shows `started` (after settle_s more),
+    to netrepro alone or, as a terminal's Ctrl-C does, to its whole process group; its exit code."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "CI": ""},
+                            start_new_session=to_group)
+    try:
+        deadline = time.monotonic() + 120
+        for line in proc.stderr:
+            if started in line or time.monotonic() > deadline:
+                break
+        time.sleep(settle_s)
+        if to_group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        return proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 @pytest.fixture(scope="session")

@@ -8,11 +8,7 @@ The board host itself (XMEM, wait states, the LAN91C111 model) is tested in test
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,8 +20,7 @@ from harness.engine import SimavrEngine, make_engine, parse_host_summary
 from harness.errors import NetreproError
 from harness.platform import load_platform
 from harness.profile import resolve_profile
-from tests.conftest import leftover_processes
-from tests.test_peer import socket_dirs
+from tests.conftest import interrupt_run, leftover_processes, socket_dirs
 
 pytestmark = pytest.mark.real
 
@@ -129,22 +124,9 @@ def test_ctrl_c_to_the_terminal_group_stops_the_board_host_too(tmp_path):
     """Every process of the foreground group gets SIGINT, the board host included: it prints its
     summary and exits, and netrepro still tears down the rest and keeps the folder."""
     before, sockets = leftover_processes(), socket_dirs()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "ethernut2", "--link", "ethernet",
-                             "--workload", "discard", "--chunk", "536", "--out", str(tmp_path)],
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "CI": ""}, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        for line in proc.stderr:
-            if "running discard" in line or time.monotonic() > deadline:
-                break
-        time.sleep(3)
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130
+    code = interrupt_run(["run", "ethernut2", "--link", "ethernet", "--workload", "discard", "--chunk", "536",
+                          "--out", str(tmp_path)], "running discard", settle_s=3, to_group=True)
+    assert code == 130
     assert leftover_processes() - before == set()
     assert socket_dirs() - sockets == set()
     (run_dir,) = list(Path(tmp_path).iterdir())

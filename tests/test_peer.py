@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +12,7 @@ from harness.errors import NetreproError
 from harness.link import LinkSpec, read_pcap
 from harness.profile import resolve_profile
 from harness.session import Session
-from tests.conftest import leftover_processes
+from tests.conftest import interrupt_run, leftover_processes, socket_dirs
 
 pytestmark = pytest.mark.real
 
@@ -44,10 +39,6 @@ def test_the_peer_pings_the_board_and_learns_its_mac(n6, firmware, tmp_path, no_
     assert rig.link_counters.total_frames_out == len(frames)
 
 
-def socket_dirs() -> set[Path]:
-    return set(Path("/tmp").glob("nr-*"))
-
-
 def test_a_failure_inside_a_run_tears_everything_down(n6, firmware, tmp_path):
     before, sockets = leftover_processes(), socket_dirs()
     with pytest.raises(NetreproError, match="did not print"), Session(n6, firmware, tmp_path, LinkSpec()) as rig:
@@ -60,25 +51,9 @@ def test_a_failure_inside_a_run_tears_everything_down(n6, firmware, tmp_path):
 @pytest.mark.parametrize("to_group", [False, True], ids=["signal-to-netrepro", "ctrl-c-to-terminal-group"])
 def test_ctrl_c_during_a_run_stops_everything_and_keeps_the_folder(tmp_path, to_group):
     before, sockets = leftover_processes(), socket_dirs()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--workload", "rx",
-                             "--seconds", "60", "--out", str(tmp_path)],
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "CI": ""}, start_new_session=to_group)
-    try:
-        deadline = time.monotonic() + 120
-        for line in proc.stderr:
-            if "running rx" in line or time.monotonic() > deadline:
-                break
-        time.sleep(2)
-        if to_group:  # what a terminal's Ctrl-C does: every process of the foreground group gets it
-            os.killpg(proc.pid, signal.SIGINT)
-        else:
-            proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130
+    code = interrupt_run(["run", "openmv-n6", "--workload", "rx", "--seconds", "60", "--out", str(tmp_path)],
+                         "running rx", settle_s=2, to_group=to_group)
+    assert code == 130
     assert leftover_processes() - before == set()
     assert socket_dirs() - sockets == set()
     (run_dir,) = list(Path(tmp_path).iterdir())
