@@ -6,6 +6,7 @@
 #define NR_NIC_H
 
 #include <stdint.h>
+#include "lwip/etharp.h"
 #include "lwip/netif.h"
 
 struct nic_stats {
@@ -18,6 +19,19 @@ struct nic_stats {
   uint32_t tx_busy;         /* transmits that had to wait for FIFO space */
   uint32_t irqs;
 };
+
+/* The netif fields every Ethernet driver sets alike (for its nic_netif_init):
+   6-byte address, the name, MTU 1500, ARP output and the Ethernet flags. The
+   driver adds its linkoutput and, when the link is up, NETIF_FLAG_LINK_UP. */
+static inline void nic_netif_ethernet(struct netif *netif, char name0, char name1)
+{
+  netif->hwaddr_len = ETH_HWADDR_LEN;
+  netif->name[0] = name0;
+  netif->name[1] = name1;
+  netif->mtu = 1500;
+  netif->output = etharp_output;
+  netif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET;
+}
 
 /* netif init function for netif_add(). */
 err_t nic_netif_init(struct netif *netif);

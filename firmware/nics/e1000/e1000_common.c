@@ -63,12 +63,7 @@ int e1000_probe(struct netif *netif, const char *design)
     e1000_wr(E1000_MTA + 4u * i, 0);
   }
 
-  netif->hwaddr_len = ETH_HWADDR_LEN;
-  netif->name[0] = 'x';
-  netif->name[1] = 'b';
-  netif->mtu = 1500;
-  netif->output = etharp_output;
-  netif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET;
+  nic_netif_ethernet(netif, 'x', 'b');
   if (e1000_rd(E1000_STATUS) & STATUS_LU) {
     netif->flags |= NETIF_FLAG_LINK_UP;
   }

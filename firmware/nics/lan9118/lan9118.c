@@ -375,13 +375,8 @@ err_t nic_netif_init(struct netif *netif)
     return ERR_IF;
   }
   read_mac(netif->hwaddr);
-  netif->hwaddr_len = ETH_HWADDR_LEN;
-  netif->name[0] = 'e';
-  netif->name[1] = 'n';
-  netif->mtu = 1500;
-  netif->output = etharp_output;
+  nic_netif_ethernet(netif, 'e', 'n');
   netif->linkoutput = lan9118_linkoutput;
-  netif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET;
   if (phy_link_up()) {
     netif->flags |= NETIF_FLAG_LINK_UP;
   }

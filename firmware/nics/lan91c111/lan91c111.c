@@ -338,15 +338,10 @@ err_t nic_netif_init(struct netif *netif)
     return ERR_IF;
   }
   read_mac(netif->hwaddr);
-  netif->hwaddr_len = ETH_HWADDR_LEN;
-  netif->name[0] = 'e';
-  netif->name[1] = 'n';
-  netif->mtu = 1500;
-  netif->output = etharp_output;
+  nic_netif_ethernet(netif, 'e', 'n');
   netif->linkoutput = lan91c111_linkoutput;
   /* No PHY polling: the emulated link is always up. */
-  netif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET |
-                 NETIF_FLAG_LINK_UP;
+  netif->flags |= NETIF_FLAG_LINK_UP;
   hw_start();
   return ERR_OK;
 }
