@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from captures_gen import Scenario, linux_capture, linux_capture_possible, write_scenario  # noqa: E402
 
 from harness.analysis import TSHARK_FIELDS, TSHARK_PREFS, format_table, load_capture  # noqa: E402
-from harness.plots import plot_capture  # noqa: E402
+from harness.analysis.plots import plot_capture  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 BUDGET_S = 15.0

@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.build import build_firmware, lwip_tree  # noqa: E402
-from harness.engine import make_engine, parse_host_summary  # noqa: E402
-from harness.platform import load_platform  # noqa: E402
-from harness.profile import resolve_profile  # noqa: E402
+from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.engine import make_engine, parse_host_summary  # noqa: E402
+from harness.rig.platform import load_platform  # noqa: E402
+from harness.rig.profile import resolve_profile  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 CYCLES_PER_ITERATION = 6

@@ -38,8 +38,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.core.native import build_tool  # noqa: E402
 from harness.link import Direction, Link, LinkSpec  # noqa: E402
-from harness.native import build_tool  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 FRAME = 1514

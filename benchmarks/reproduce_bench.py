@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.reproduce import format_report, reproduce  # noqa: E402
+from harness.studies.reproduce import format_report, reproduce  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 

@@ -19,12 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.build import build_firmware, lwip_tree  # noqa: E402
 from harness.link import LinkSpec  # noqa: E402
-from harness.platform import load_platform  # noqa: E402
-from harness.profile import resolve_profile  # noqa: E402
-from harness.run import execute  # noqa: E402
-from harness.workload import Workload  # noqa: E402
+from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.platform import load_platform  # noqa: E402
+from harness.rig.profile import resolve_profile  # noqa: E402
+from harness.rig.workload import Workload  # noqa: E402
+from harness.studies.run import execute  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import lwip_tree
-from harness.platform import load_platform
+from harness.rig.build import lwip_tree
+from harness.rig.platform import load_platform
 
 _LEFTOVER_MARKS = ("qemu-system", "netrepro-link", "netrepro-ethernut", "sleep infinity", "iperf")
 _PR_SET_CHILD_SUBREAPER = 36

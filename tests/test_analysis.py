@@ -38,8 +38,8 @@ from captures_gen import (
 )
 
 from harness.analysis import VERDICTS, CaptureAnalysis, format_table, load_capture
-from harness.errors import NetreproError
-from harness.plots import plot_capture
+from harness.analysis.plots import plot_capture
+from harness.core.errors import NetreproError
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 

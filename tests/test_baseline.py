@@ -11,7 +11,9 @@ from dataclasses import asdict
 
 import pytest
 
-from harness.baseline import (
+from harness.core.errors import NetreproError
+from harness.rig.platform import PROJECT_ROOT
+from harness.studies.baseline import (
     BASELINES_ENV,
     baseline_store,
     compare_to_baseline,
@@ -19,9 +21,7 @@ from harness.baseline import (
     parse_fraction,
     save_baseline,
 )
-from harness.errors import NetreproError
-from harness.platform import PROJECT_ROOT
-from harness.run import RunResult
+from harness.studies.run import RunResult
 
 LINK = {"rtt_s": 0.0055, "seed": 1, "snaplen": 0,
         "to_device": {"delay_s": 0.00275, "rate_bps": 43000000, "drop": (), "pace_bps": 100000000},

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.bisect import (
+from harness.core.errors import NetreproError
+from harness.rig.profile import resolve_profile
+from harness.studies.bisect import (
     BisectResult,
     Criterion,
     LwipoptsSource,
@@ -26,8 +28,6 @@ from harness.bisect import (
     format_bisect,
     unknown_options,
 )
-from harness.errors import NetreproError
-from harness.profile import resolve_profile
 
 DEFAULT_WINDOW = 4 * 536  # the `default` profile sets no TCP options: lwIP's TCP_WND = 4 * TCP_MSS, TCP_MSS = 536
 _ENV = {**os.environ, "CI": "true", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.cli import _parser
-from harness.compare import (
+from harness.cli.main import build_parser
+from harness.rig.platform import PROJECT_ROOT
+from harness.studies.compare import (
     Configuration,
     differing_options,
     format_comparison,
@@ -21,7 +22,6 @@ from harness.compare import (
     run_data_rate_bps,
     summarise,
 )
-from harness.platform import PROJECT_ROOT
 
 N6_OPTIONS = {"TCP_MSS": 1460, "TCP_WND": 23360, "TCP_SND_BUF": 23360, "TCP_SND_QUEUELEN": 64, "MEM_SIZE": 65536,
               "PBUF_POOL_SIZE": 32, "PBUF_POOL_BUFSIZE": 1516, "MEMP_NUM_TCP_SEG": 64, "LWIP_WND_SCALE": 0,
@@ -187,7 +187,7 @@ def test_a_configuration_without_a_successful_run_shows_as_failed():
 
 
 def test_set_and_include_belong_to_the_lwip_before_them():
-    args = _parser().parse_args(["compare", "openmv-n6", "--set", "TCP_MSS=1200", "--lwip", "mp-n6-before",
+    args = build_parser().parse_args(["compare", "openmv-n6", "--set", "TCP_MSS=1200", "--lwip", "mp-n6-before",
                                  "-I", "/tmp", "--lwip", "mp-n6-before", "--set", "TCP_WND=24*TCP_MSS"])
     assert args.shared == {"include": [], "set": ["TCP_MSS=1200"]}
     assert args.configurations == [{"lwip": "mp-n6-before", "include": ["/tmp"], "set": []},

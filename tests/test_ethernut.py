@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import load_capture
-from harness.build import build_firmware
-from harness.engine import SimavrEngine, make_engine, parse_host_summary
-from harness.errors import NetreproError
-from harness.platform import load_platform
-from harness.profile import resolve_profile
+from harness.core.errors import NetreproError
+from harness.rig.build import build_firmware
+from harness.rig.engine import SimavrEngine, make_engine, parse_host_summary
+from harness.rig.platform import load_platform
+from harness.rig.profile import resolve_profile
 from tests.conftest import interrupt_run, leftover_processes, socket_dirs
 
 pytestmark = pytest.mark.real

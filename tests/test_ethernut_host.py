@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.native import build_tool
+from harness.core.native import build_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 BOARD = ROOT / "platforms" / "ethernut2"

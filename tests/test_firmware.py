@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from harness.build import build_firmware, lwip_tree
-from harness.engine import QemuEngine
-from harness.errors import NetreproError
-from harness.profile import resolve_profile
+from harness.core.errors import NetreproError
+from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.engine import QemuEngine
+from harness.rig.profile import resolve_profile
 
 pytestmark = pytest.mark.real
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
+from harness.core.native import build_tool
 from harness.link import (
     Direction,
     Link,
@@ -39,7 +40,6 @@ from harness.link import (
     read_drops,
     read_pcap,
 )
-from harness.native import build_tool
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux, not exported by Python 3.11
 DEV_MAC = bytes.fromhex("020000000002")
@@ -639,8 +639,8 @@ def test_overflow_hold_is_the_default_and_loses_nothing(root):
 
 
 def test_overflow_in_the_spec_and_from_the_platform(tmp_path):
-    from harness.platform import load_platform
-    from harness.session import device_paced
+    from harness.rig.platform import load_platform
+    from harness.rig.session import device_paced
 
     with pytest.raises(NetreproError, match="overflow"):
         Direction(overflow="spill")

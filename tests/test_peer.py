@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import build_firmware
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
 from harness.link import LinkSpec, read_pcap
-from harness.profile import resolve_profile
-from harness.session import Session
+from harness.rig.build import build_firmware
+from harness.rig.profile import resolve_profile
+from harness.rig.session import Session
 from tests.conftest import interrupt_run, leftover_processes, socket_dirs
 
 pytestmark = pytest.mark.real

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import NetreproError
-from harness.platform import load_platform, platform_names
+from harness.core.errors import NetreproError
+from harness.rig.platform import load_platform, platform_names
 
 
 def test_openmv_n6_description_has_the_board_facts(n6):

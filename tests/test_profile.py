@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import NetreproError
-from harness.profile import profile_names, resolve_profile
+from harness.core.errors import NetreproError
+from harness.rig.profile import profile_names, resolve_profile
 
 
 def test_named_profiles_resolve(n6):

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from harness.errors import NetreproError
-from harness.reproduce import CaseResult, _direction, _judge, _report_mbps, format_report, load_report
+from harness.core.errors import NetreproError
+from harness.studies.reproduce import CaseResult, _direction, _judge, _report_mbps, format_report, load_report
 
 
 def case(name: str, median: float | None, report: float | None = None, **claim) -> CaseResult:
@@ -73,7 +73,7 @@ def test_the_table_shows_the_report_unit_the_stand_in_and_the_note():
 
 
 def test_a_case_may_run_the_nic_with_another_overflow_policy():
-    from harness.platform import load_platform
+    from harness.rig.platform import load_platform
 
     xbox = load_platform("xbox")
     held = xbox.with_nic(rx_overflow="hold")

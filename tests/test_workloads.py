@@ -8,11 +8,11 @@ import subprocess
 import pytest
 
 from harness.analysis import load_capture
-from harness.build import build_firmware
 from harness.link import LinkSpec, read_pcap
-from harness.profile import resolve_profile
-from harness.run import execute
-from harness.workload import Workload
+from harness.rig.build import build_firmware
+from harness.rig.profile import resolve_profile
+from harness.rig.workload import Workload
+from harness.studies.run import execute
 
 pytestmark = pytest.mark.real
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import NetreproError
-from harness.paths import PROJECT_ROOT
+from harness.core.errors import NetreproError
+from harness.core.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.real
 

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import NetreproError
-from harness.platform import PROJECT_ROOT, Platform
+from harness.core.errors import NetreproError
+from harness.rig.platform import PROJECT_ROOT, Platform
 
 PROFILES_DIR = PROJECT_ROOT / "firmware" / "profiles"
 _NOT_PROFILES = {"base"}

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cache import cache_dir, content_hash, tree_files
-from harness.errors import NetreproError
-from harness.platform import PROJECT_ROOT, Platform
-from harness.profile import Profile, known_options
+from harness.core.cache import cache_dir, content_hash, tree_files
+from harness.core.errors import NetreproError
+from harness.rig.platform import PROJECT_ROOT, Platform
+from harness.rig.profile import Profile, known_options
 
 FIRMWARE_DIR = PROJECT_ROOT / "firmware"
 LWIP_TREE_ENV = "NETREPRO_LWIP_TREE"

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
 
 VERDICTS = ("window-limited", "send-buffer-limited", "link-limited", "loss-limited", "receiver-limited",
             "sender-limited", "unknown")

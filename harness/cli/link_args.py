@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
 from harness.link import LinkSpec, parse_size
-from harness.platform import Platform
+from harness.rig.platform import Platform
 
 LINK_OPTIONS = {
     "rtt": "round-trip time the link adds, split evenly (e.g. 5.5ms)",

@@ -16,8 +16,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cache import cache_dir, content_hash
-from harness.errors import NetreproError
+from harness.core.cache import cache_dir, content_hash
+from harness.core.errors import NetreproError
 
 DEFAULT_CFLAGS = ("-O2", "-g", "-Wall", "-Wextra", "-std=gnu11")
 

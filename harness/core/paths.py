@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def _data_root() -> Path:
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     if (checkout / "platforms").is_dir() and (checkout / "firmware").is_dir():
         return checkout
     return Path(sysconfig.get_path("data")) / "share" / "netrepro"

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import NetreproError
-from harness.process import die_with_parent, stop_process
+from harness.core.errors import NetreproError
+from harness.core.process import die_with_parent, stop_process
 
 TAP_NAME = "nrtap0"
 

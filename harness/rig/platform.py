@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NetreproError
-from harness.paths import PROJECT_ROOT
+from harness.core.errors import NetreproError
+from harness.core.paths import PROJECT_ROOT
 
 # section -> {key: required?}; a section marked required must be present.
 _SCHEMA: dict[str, dict[str, bool]] = {

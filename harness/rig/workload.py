@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import NetreproError
-from harness.process import stop_process
-from harness.session import Session
+from harness.core.errors import NetreproError
+from harness.core.process import stop_process
+from harness.rig.session import Session
 
 WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx")
 DEVICE_SENDS = ("tx", "discard", "sock-tx")  # workloads whose data flows device -> peer
@@ -174,10 +174,10 @@ def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transf
 
 @contextlib.contextmanager
 def _peer_service(rig: Session, argv: list[str]) -> Iterator[subprocess.Popen]:
-    """A harness.peer_services program in the namespace, listening before the board is told to connect."""
-    server = rig.namespace.popen([sys.executable, "-m", "harness.peer_services", *argv],
+    """A harness.rig.peer_services program in the namespace, listening before the board is told to connect."""
+    server = rig.namespace.popen([sys.executable, "-m", "harness.rig.peer_services", *argv],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 text=True, cwd=str(Path(__file__).resolve().parent.parent))
+                                 text=True, cwd=str(Path(__file__).resolve().parents[2]))
     try:
         if server.stdout is None or server.stdout.readline().strip() != "LISTENING":
             raise NetreproError(f"the peer's {argv[0]} service did not start", f"see {rig.run_dir}")

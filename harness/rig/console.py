@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pexpect
 
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
 
 PROMPT = "netrepro> "
 BANNER = re.compile(r"netrepro firmware board=(\S+) nic=(\S+) lwip=(\S+) profile=(\S+)\r?\n")

@@ -5,7 +5,7 @@ $NETREPRO_BASELINES, or a directory given): the platform, workload and effective
 run it was taken from, its throughput, the device's MSS and advertised window (median, max)
 from the capture, and the effective lwIP options the firmware reported.
 
-    from harness.baseline import compare_to_baseline, load_baseline
+    from harness.studies.baseline import compare_to_baseline, load_baseline
     failures = compare_to_baseline(result, load_baseline("n6-after"), max_drop=0.15)
     assert not failures, "\\n".join(failures)
 
@@ -26,7 +26,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
 
 BASELINES_ENV = "NETREPRO_BASELINES"
 DEFAULT_STORE = Path(".netrepro") / "baselines"

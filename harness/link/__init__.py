@@ -1,7 +1,7 @@
 """The emulated network link between the device's NIC and the TCP peer.
 
-The link itself is a small C program (harness/native/netrepro_link.c, built on demand by
-harness.native). It sits between QEMU's unix datagram netdev and a tap device (or,
+The link itself is a small C program (harness/link/netrepro_link.c, built on demand by
+harness.core.native). It sits between QEMU's unix datagram netdev and a tap device (or,
 in tests, a second unix datagram socket) and applies, per direction and in this order:
 
 1. loss: a deterministic drop list (``data:3`` = the 3rd TCP segment with payload seen in
@@ -59,10 +59,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NetreproError
-from harness.native import build_tool
+from harness.core.errors import NetreproError
+from harness.core.native import build_tool
 
-LINK_SOURCE = Path(__file__).resolve().parent / "native" / "netrepro_link.c"
+LINK_SOURCE = Path(__file__).resolve().parent / "netrepro_link.c"
 ETHERNET_OVERHEAD = 24  # preamble 8 + inter-frame gap 12 + FCS 4, per frame on the wire
 ETHERNET_MIN_FRAME = 60  # without FCS
 DROP_REASONS = ("loss", "gemodel", "droplist", "queue", "unreachable", "device-full")

@@ -24,16 +24,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.build import build_firmware, lwip_tree
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
+from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.platform import load_platform
-from harness.profile import Profile, resolve_profile
-from harness.progress import Progress
-from harness.reproduce import CaseResult, _num, _summarise
-from harness.run import RunResult, data_rate_bps, execute
-from harness.session import make_run_dir
-from harness.workload import Workload
+from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.platform import load_platform
+from harness.rig.profile import Profile, resolve_profile
+from harness.rig.session import make_run_dir
+from harness.rig.workload import Workload
+from harness.studies.reproduce import CaseResult, _num, _summarise
+from harness.studies.run import RunResult, data_rate_bps, execute
 
 TWO_WAY_WORKLOADS = ("duplex", "rr")   # two throughputs a run: not comparable as one figure
 _WINDOW_LIMIT_UNSCALED = 0xFFFF

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import CaptureAnalysis, load_capture
-from harness.build import Firmware
-from harness.errors import NetreproError
+from harness.analysis.plots import plot_capture
+from harness.core.errors import NetreproError
+from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.platform import Platform
-from harness.plots import plot_capture
-from harness.progress import Progress
-from harness.session import Session, device_paced
-from harness.workload import DEVICE_SENDS, DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload
+from harness.rig.build import Firmware
+from harness.rig.platform import Platform
+from harness.rig.session import Session, device_paced
+from harness.rig.workload import DEVICE_SENDS, DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload
 
 
 @dataclass

@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 
 from harness.analysis import CaptureAnalysis, load_capture
-from harness.build import Firmware, build_firmware, lwip_tree
 from harness.link import LinkSpec
-from harness.platform import load_platform
-from harness.profile import resolve_profile
-from harness.reproduce import reproduce
-from harness.run import RunResult, data_rate_bps, execute
-from harness.session import Session, device_paced, make_run_dir
-from harness.workload import Workload
+from harness.rig.build import Firmware, build_firmware, lwip_tree
+from harness.rig.platform import load_platform
+from harness.rig.profile import resolve_profile
+from harness.rig.session import Session, device_paced, make_run_dir
+from harness.rig.workload import Workload
+from harness.studies.reproduce import reproduce
+from harness.studies.run import RunResult, data_rate_bps, execute
 
 _RUN_DIRS = pytest.StashKey[list[Path]]()
 

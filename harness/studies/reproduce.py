@@ -34,16 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import load_capture
-from harness.build import build_firmware, lwip_tree
-from harness.errors import NetreproError
+from harness.core.errors import NetreproError
+from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.peer import Addresses
-from harness.platform import PROJECT_ROOT, load_platform
-from harness.profile import resolve_profile
-from harness.progress import Progress
-from harness.run import RunResult, data_rate_bps, execute
-from harness.session import make_run_dir
-from harness.workload import TWO_WAY, Workload
+from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.peer import Addresses
+from harness.rig.platform import PROJECT_ROOT, load_platform
+from harness.rig.profile import resolve_profile
+from harness.rig.session import make_run_dir
+from harness.rig.workload import TWO_WAY, Workload
+from harness.studies.run import RunResult, data_rate_bps, execute
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",

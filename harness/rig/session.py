@@ -14,13 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.build import Firmware
-from harness.console import Console
-from harness.engine import Engine, NicBackend, SimavrEngine, make_engine
+from harness.core.progress import Progress
 from harness.link import Link, LinkCounters, LinkSpec, parse_rate
-from harness.peer import TAP_NAME, Addresses, Namespace
-from harness.platform import Platform
-from harness.progress import Progress
+from harness.rig.build import Firmware
+from harness.rig.console import Console
+from harness.rig.engine import Engine, NicBackend, SimavrEngine, make_engine
+from harness.rig.peer import TAP_NAME, Addresses, Namespace
+from harness.rig.platform import Platform
 
 
 def make_run_dir(root: Path | None, platform: str, profile: str) -> Path:

@@ -1,4 +1,4 @@
-"""Services the peer runs inside the namespace: `python -m harness.peer_services <service> ...`.
+"""Services the peer runs inside the namespace: `python -m harness.rig.peer_services <service> ...`.
 
 Each accepts one connection, prints LISTENING once bound (so the caller knows when to start the
 board), and writes what it saw as JSON to --out.
@@ -132,7 +132,7 @@ def _positive(kind: type) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.peer_services")
+    parser = argparse.ArgumentParser(prog="python -m harness.rig.peer_services")
     sub = parser.add_subparsers(dest="service", required=True)
     for name, default_port in (("discard", 9), ("sink", None)):
         p = sub.add_parser(name)

@@ -12,7 +12,19 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.analysis import format_table, load_capture
-from harness.baseline import (
+from harness.analysis.plots import plot_capture
+from harness.cli.bisect import add_bisect_parser
+from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, size_arg
+from harness.core.errors import NetreproError
+from harness.core.progress import Progress
+from harness.link import parse_rate
+from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
+from harness.rig.engine import make_engine
+from harness.rig.platform import load_platform, platform_names
+from harness.rig.profile import resolve_profile
+from harness.rig.session import device_paced, make_run_dir
+from harness.rig.workload import WORKLOADS, Workload
+from harness.studies.baseline import (
     MAX_DROP,
     compare_to_baseline,
     load_baseline,
@@ -20,25 +32,13 @@ from harness.baseline import (
     save_baseline,
     setup_differences,
 )
-from harness.bisect import add_bisect_parser
-from harness.build import LWIP_TREE_ENV, build_firmware, lwip_tree
-from harness.cli_args import LINK_OPTIONS, add_link_args, link_spec, size_arg
-from harness.compare import TWO_WAY_WORKLOADS, Configuration, compare, format_comparison
-from harness.engine import make_engine
-from harness.errors import NetreproError
-from harness.link import parse_rate
-from harness.platform import load_platform, platform_names
-from harness.plots import plot_capture
-from harness.profile import resolve_profile
-from harness.progress import Progress
-from harness.reproduce import format_report, reproduce
-from harness.run import RunResult, execute
-from harness.session import device_paced, make_run_dir
-from harness.workload import WORKLOADS, Workload
+from harness.studies.compare import TWO_WAY_WORKLOADS, Configuration, compare, format_comparison
+from harness.studies.reproduce import format_report, reproduce
+from harness.studies.run import RunResult, execute
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every context manager tears its part down.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="netrepro", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -374,5 +374,3 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-if __name__ == "__main__":
-    sys.exit(main())

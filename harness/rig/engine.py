@@ -18,11 +18,11 @@ from pathlib import Path
 import pexpect
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
-from harness.console import Console
-from harness.errors import NetreproError
-from harness.native import build_tool
-from harness.platform import Platform
-from harness.process import die_with_parent_favoured
+from harness.core.errors import NetreproError
+from harness.core.native import build_tool
+from harness.core.process import die_with_parent_favoured
+from harness.rig.console import Console
+from harness.rig.platform import Platform
 
 
 @dataclass(frozen=True)
