@@ -1,4 +1,9 @@
-"""Child processes that cannot outlive the run: every one dies with its parent and is reaped."""
+"""Every child process of a run has one life cycle: started with a death signal, stopped with a grace period, reaped.
+
+QEMU, the simavr board host, the link and the peer services all go through `spawn` (or
+`spawn_console` for a process whose terminal is the board's console) and `stop`, so none can
+outlive netrepro, even when it is killed with SIGKILL, and none is left as a zombie.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,19 @@ import ctypes
 import os
 import signal
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pexpect
 
 _PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: a child only calls prctl through it
 
 
 def die_with_parent() -> None:
     """preexec_fn: the kernel kills this child if netrepro dies, even by SIGKILL."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def die_with_parent_favoured() -> None:
@@ -35,15 +45,70 @@ def die_with_parent_favoured() -> None:
         os.nice(-10)
 
 
-def stop_process(proc: subprocess.Popen, grace_s: float = 3.0, sig: int = signal.SIGTERM) -> int | None:
-    """Ask a process to end, then kill it; returns its exit code."""
+def spawn(argv: Sequence[str], *, favoured: bool = False, **popen: Any) -> subprocess.Popen:
+    """Start a child that dies with netrepro (`favoured`: and gets the CPU first where permitted)."""
+    return subprocess.Popen(list(argv), preexec_fn=die_with_parent_favoured if favoured else die_with_parent,
+                            **popen)
+
+
+def spawn_console(argv: Sequence[str], *, timeout: float, favoured: bool = True) -> pexpect.spawn:
+    """Start a child whose terminal is a board's console (read with pexpect); it dies with netrepro."""
+    child = pexpect.spawn(argv[0], list(argv[1:]), encoding="utf-8", codec_errors="replace", timeout=timeout,
+                          preexec_fn=die_with_parent_favoured if favoured else die_with_parent, echo=False)
+    child.delaybeforesend = None
+    return child
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """How a child ended: its exit status (negative: the signal) and whether it ended within the grace period."""
+
+    returncode: int | None
+    graceful: bool
+
+
+def stop(proc: subprocess.Popen | pexpect.spawn, grace_s: float = 3.0, sig: int | None = signal.SIGTERM) -> Stopped:
+    """Ask a child to end with `sig` (None: it was already asked, e.g. over QMP), kill it after
+    grace_s, reap it and close what netrepro held of it (pipes, pty, console log)."""
+    if isinstance(proc, pexpect.spawn):
+        return _stop_console(proc, grace_s, sig)
+    graceful = True
     if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            if sig is not None:
+                proc.send_signal(sig)
         try:
-            proc.send_signal(sig)
             proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
+            graceful = False
             proc.kill()
-            proc.wait(timeout=grace_s)
-        except ProcessLookupError:
-            pass
-    return proc.returncode
+            proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    return Stopped(proc.returncode, graceful)
+
+
+def _stop_console(child: pexpect.spawn, grace_s: float, sig: int | None) -> Stopped:
+    if sig is not None and child.isalive():
+        with contextlib.suppress(Exception):
+            child.kill(sig)
+    with contextlib.suppress(Exception):
+        child.expect(pexpect.EOF, timeout=grace_s)
+    graceful = not child.isalive()
+    if not graceful:
+        child.terminate(force=True)
+    with contextlib.suppress(Exception):
+        child.close()
+    if child.logfile_read:
+        child.logfile_read.close()
+    status = child.signalstatus
+    return Stopped(-status if status else child.exitstatus, graceful)
+
+
+def kill_now(proc: subprocess.Popen) -> None:
+    """Last resort for a child whose owner was dropped without stopping it (a weakref finalizer)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from harness.core.errors import NetreproError
 from harness.core.native import build_tool
-from harness.core.process import die_with_parent_favoured
+from harness.core.process import spawn_console, stop
 from harness.rig.console import Console
 from harness.rig.platform import Platform
 
@@ -31,18 +30,6 @@ class NicBackend:
 
     local: Path   # QEMU binds this
     remote: Path  # the link binds this; QEMU sends frames here
-
-
-def reap(child: pexpect.spawn, grace_s: float = 3.0) -> None:
-    """Wait for an engine process asked to quit to end (killing it after grace_s), close its log."""
-    with contextlib.suppress(Exception):
-        child.expect(pexpect.EOF, timeout=grace_s)
-    if child.isalive():
-        child.terminate(force=True)
-    with contextlib.suppress(Exception):
-        child.close()
-    if child.logfile_read:
-        child.logfile_read.close()
 
 
 class QemuEngine:
@@ -86,10 +73,8 @@ class QemuEngine:
         argv = self.argv()
         (self.run_dir / "qemu-cmdline.txt").write_text(" ".join(argv) + "\n")
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
-        self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8", codec_errors="replace",
-                                   timeout=timeout, preexec_fn=die_with_parent_favoured, echo=False)
+        self.child = spawn_console(argv, timeout=timeout)
         self.child.logfile_read = log
-        self.child.delaybeforesend = None
         self.qmp = self._connect_qmp(timeout)
         console = Console(self.child, self.run_dir / "console.log")
         console.wait_boot(timeout)
@@ -130,7 +115,7 @@ class QemuEngine:
                 self.qmp.close()
             self.qmp = None
         if self.child is not None:
-            reap(self.child)
+            stop(self.child, sig=None)  # asked over QMP
             self.child = None
 
     def __enter__(self) -> QemuEngine:
@@ -181,11 +166,9 @@ class SimavrEngine:
         (self.run_dir / "engine-cmdline.txt").write_text(" ".join(argv) + "\n")
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
         # sh only redirects the host's stderr, then execs it: the pty carries USART0 alone.
-        self.child = pexpect.spawn("/bin/sh", ["-c", 'exec "$@" 2>>"$0"', str(self.host_log), *argv],
-                                   encoding="utf-8", codec_errors="replace", timeout=timeout,
-                                   preexec_fn=die_with_parent_favoured, echo=False)
+        self.child = spawn_console(["/bin/sh", "-c", 'exec "$@" 2>>"$0"', str(self.host_log), *argv],
+                                   timeout=timeout)
         self.child.logfile_read = log
-        self.child.delaybeforesend = None
         console = Console(self.child, self.run_dir / "console.log")
         try:
             console.wait_boot(timeout)
@@ -210,9 +193,7 @@ class SimavrEngine:
         """SIGTERM the host (it prints its summary and unlinks its socket); safe to call more than once."""
         if self.child is None:
             return
-        with contextlib.suppress(Exception):
-            self.child.kill(signal.SIGTERM)
-        reap(self.child)
+        stop(self.child)
         self.child = None
 
     def clock_report(self) -> dict[str, float] | None:

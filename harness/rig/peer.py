@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import NetreproError
-from harness.core.process import die_with_parent, stop_process
+from harness.core.process import spawn, stop
 
 TAP_NAME = "nrtap0"
 
@@ -42,9 +42,9 @@ class Namespace:
             if shutil.which(tool) is None:
                 raise NetreproError(f"{tool} not found", "run ./tools/bootstrap (util-linux, iproute2)")
         flags = ["--user", "--map-root-user", "--net"] if self.rootless else ["--net"]
-        self.holder = subprocess.Popen(["unshare", *flags, "--", "sleep", "infinity"],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.PIPE, preexec_fn=die_with_parent)
+        self.holder = spawn(["unshare", *flags, "--", "sleep", "infinity"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
         self._wait_entered(timeout)
         self.run(["ip", "link", "set", "lo", "up"])
         # IPv6 router and neighbour chatter would only add noise to every capture.
@@ -90,7 +90,7 @@ class Namespace:
 
     def popen(self, argv: list[str], **kwargs: object) -> subprocess.Popen:
         """Start a long-running program inside the namespace; it dies if netrepro dies."""
-        return subprocess.Popen([*self.prefix(), *argv], preexec_fn=die_with_parent, **kwargs)  # type: ignore[call-overload]
+        return spawn([*self.prefix(), *argv], **kwargs)
 
     def configure_tap(self, name: str, addresses: Addresses) -> None:
         """Address the tap the link created and bring it up."""
@@ -99,7 +99,7 @@ class Namespace:
 
     def stop(self) -> None:
         if self.holder is not None:
-            stop_process(self.holder, grace_s=2.0)
+            stop(self.holder, grace_s=2.0)
             if self.holder.stderr:
                 self.holder.stderr.close()
             self.holder = None

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.errors import NetreproError
-from harness.core.process import stop_process
+from harness.core.process import stop
 from harness.rig.session import Session
 
 WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx")
@@ -122,7 +122,7 @@ def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
             raise NetreproError(f"the board's iperf client failed: {event.fields}", "see the console log")
         time.sleep(0.5)  # the server prints its summary when the connection closes
     finally:
-        stop_process(server, grace_s=2.0)
+        stop(server, grace_s=2.0)
         log.close()
     seen = parse_iperf_csv((rig.run_dir / log_name).read_text(), rig.addresses.device)
     transfers = [t for t in seen if t.direction == "tx"]
@@ -183,7 +183,7 @@ def _peer_service(rig: Session, argv: list[str]) -> Iterator[subprocess.Popen]:
             raise NetreproError(f"the peer's {argv[0]} service did not start", f"see {rig.run_dir}")
         yield server
     finally:
-        stop_process(server, grace_s=2.0)
+        stop(server, grace_s=2.0)
         if server.stdout:
             server.stdout.close()
 
