@@ -24,14 +24,14 @@ from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
 from harness.rig.workload import Workload  # noqa: E402
-from harness.studies.run import execute  # noqa: E402
+from harness.studies.run import RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
 
 def one_run(platform, firmware, link: LinkSpec, seconds: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp:
-        result = execute(platform, firmware, link, Workload("rx", seconds=seconds), Path(tmp))
+        result = RunPlan(platform, firmware, link, Workload("rx", seconds=seconds)).execute(Path(tmp))
         lost = result.link_counters["to_device"]["frames_out"] - result.device_stats.get("nic.rx_frames", 0)
         return {"mbps": result.throughput_mbps, "rtt_ms": result.analysis["rtt_ms"],
                 "window": result.options["TCP_WND"], "lost_in_nic": lost, "verdict": result.analysis["verdict"]}

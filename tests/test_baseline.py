@@ -33,6 +33,7 @@ def result(mbps=40.7, mss=1460, window_max=46720, options=None, verdict="link-li
     run = RunResult(platform="openmv-n6", profile="mp-n6-after", lwip_version="2.1.3", link=copy.deepcopy(LINK),
                     workload={"name": "sock-rx", "seconds": 3.0, "bytes": None, "chunk": 1460, "warmup_s": 0.0},
                     run_dir="/runs/x", capture="/runs/x/capture.pcap", console_log="/runs/x/console.log",
+                    device="10.77.0.2",
                     status="passed", options=dict(options or OPTIONS), throughput_mbps=mbps,
                     analysis={"device_mss": mss, "device_window": {"min": 40880, "median": 45260.0,
                                                                    "max": window_max},

@@ -14,14 +14,8 @@ import pytest
 
 from harness.cli.main import build_parser
 from harness.rig.platform import PROJECT_ROOT
-from harness.studies.compare import (
-    Configuration,
-    differing_options,
-    format_comparison,
-    recommend,
-    run_data_rate_bps,
-    summarise,
-)
+from harness.studies.compare import differing_options, format_comparison, recommend, summarise
+from harness.studies.run import Configuration, data_rate_bps
 
 N6_OPTIONS = {"TCP_MSS": 1460, "TCP_WND": 23360, "TCP_SND_BUF": 23360, "TCP_SND_QUEUELEN": 64, "MEM_SIZE": 65536,
               "PBUF_POOL_SIZE": 32, "PBUF_POOL_BUFSIZE": 1516, "MEMP_NUM_TCP_SEG": 64, "LWIP_WND_SCALE": 0,
@@ -130,9 +124,9 @@ def test_the_other_verdicts():
 
 def test_the_data_rate_follows_the_captures_data_direction():
     link = _link(rate_to_device=43e6, rate_to_peer=20e6)
-    assert run_data_rate_bps(fake_run(10, direction="device->peer", workload="sock-tx", link=link)) == 20e6
-    assert run_data_rate_bps(fake_run(10, direction="peer->device", link=link)) == 43e6
-    assert run_data_rate_bps(fake_run(10, direction="peer->device", link=_link(rate_to_device=200e6))) == 100e6
+    assert data_rate_bps(fake_run(10, direction="device->peer", workload="sock-tx", link=link)) == 20e6
+    assert data_rate_bps(fake_run(10, direction="peer->device", link=link)) == 43e6
+    assert data_rate_bps(fake_run(10, direction="peer->device", link=_link(rate_to_device=200e6))) == 100e6
 
 
 def _document(before, after):

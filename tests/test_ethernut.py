@@ -17,7 +17,7 @@ import pytest
 from harness.analysis import load_capture
 from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware
-from harness.rig.engine import SimavrEngine, make_engine, parse_host_summary
+from harness.rig.engine import SimavrBoardHost, make_engine, parse_host_summary
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
 from tests.conftest import interrupt_run, leftover_processes, socket_dirs
@@ -103,7 +103,7 @@ def test_eight_mib_discard_reproduces_the_report(netrepro, no_leftovers):
 
 
 def test_a_missing_firmware_is_one_clear_error(ethernut, tmp_path):
-    engine = SimavrEngine(ethernut, tmp_path / "nope.elf", tmp_path, tmp_path)
+    engine = SimavrBoardHost(ethernut, tmp_path / "nope.elf", tmp_path, tmp_path)
     with pytest.raises(NetreproError) as err, engine:
         engine.start(timeout=10)
     assert "the board host exited at start: cannot read ELF" in str(err.value)

@@ -7,7 +7,9 @@ import dataclasses
 import pytest
 
 from harness.core.errors import NetreproError
-from harness.studies.reproduce import CaseResult, _direction, _judge, _report_mbps, format_report, load_report
+from harness.studies.cases import CaseResult
+from harness.studies.claims import judge
+from harness.studies.reproduce import case_direction, format_report, load_report, report_figure_mbps
 
 
 def case(name: str, median: float | None, report: float | None = None, **claim) -> CaseResult:
@@ -18,45 +20,45 @@ def case(name: str, median: float | None, report: float | None = None, **claim) 
 def test_every_report_loads_and_names_the_direction_of_its_two_way_cases():
     for name in ("openmv-n6", "openmv-rt1060", "ethernut2", "xbox"):
         for spec in load_report(name)["cases"]:
-            _direction(spec)  # raises for an rr/duplex case without rx/tx
+            case_direction(spec)  # raises for an rr/duplex case without rx/tx
 
 
 def test_a_two_way_case_must_say_which_direction_it_is():
     with pytest.raises(NetreproError, match=r"runs rr .* does not say which one"):
-        _direction({"case": "c", "workload": "rr"})
+        case_direction({"case": "c", "workload": "rr"})
     with pytest.raises(NetreproError, match="only to the rr and duplex"):
-        _direction({"case": "c", "workload": "rx", "direction": "rx"})
-    assert _direction({"case": "c", "workload": "duplex", "direction": "tx"}) == "tx"
+        case_direction({"case": "c", "workload": "rx", "direction": "rx"})
+    assert case_direction({"case": "c", "workload": "duplex", "direction": "tx"}) == "tx"
 
 
 def test_report_figures_in_kb_per_second_are_converted_with_the_stated_k():
     report = {"report": "r", "unit": "KB/s", "unit_bytes": 1024}
-    assert _report_mbps(report, {"case": "c", "report_value": 269.4}) == pytest.approx(2.2069, abs=1e-4)
-    assert _report_mbps({**report, "unit_bytes": 1000}, {"case": "c", "report_value": 269.4}) == \
+    assert report_figure_mbps(report, {"case": "c", "report_value": 269.4}) == pytest.approx(2.2069, abs=1e-4)
+    assert report_figure_mbps({**report, "unit_bytes": 1000}, {"case": "c", "report_value": 269.4}) == \
         pytest.approx(2.1552)
     with pytest.raises(NetreproError, match="no unit_bytes"):
-        _report_mbps({"report": "r"}, {"case": "c", "report_value": 1.0})
+        report_figure_mbps({"report": "r"}, {"case": "c", "report_value": 1.0})
 
 
 def test_ratio_and_distance_from_the_report_are_judged_against_the_report_own_figures():
     default = case("default", 2.00, 2.2069)
     tuned = case("tuned", 2.67, 2.8164, within_of_report=0.30, ratio_to={"case": "default", "within": 0.15})
     others = {"default": default, "tuned": tuned}
-    _judge(tuned, others)
+    judge(tuned, others)
     assert tuned.claim_holds, tuned.claim_notes
     assert "1.335x default vs the report's 1.276x (+5%" in tuned.claim_notes[1]
     far = dataclasses.replace(tuned, median_mbps=3.4, claim_holds=None, claim_notes=[])
-    _judge(far, others)
+    judge(far, others)
     assert far.claim_holds is False and sum(n.startswith("fails") for n in far.claim_notes) == 1  # ratio 1.7x
 
 
 def test_slower_than_holds_only_at_or_below_the_factor():
     fast = case("nvnetdrv tx", 94.0)
     slow = case("pktdrv tx", 47.0, slower_than={"case": "nvnetdrv tx", "factor": 0.5})
-    _judge(slow, {"nvnetdrv tx": fast})
+    judge(slow, {"nvnetdrv tx": fast})
     assert slow.claim_holds
     not_slow = case("pktdrv rx", 76.6, slower_than={"case": "nvnetdrv tx", "factor": 0.5})
-    _judge(not_slow, {"nvnetdrv tx": fast})
+    judge(not_slow, {"nvnetdrv tx": fast})
     assert not not_slow.claim_holds and "0.81x nvnetdrv tx (claim <= 0.5x)" in not_slow.claim_notes[0]
 
 

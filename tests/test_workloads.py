@@ -12,7 +12,7 @@ from harness.link import LinkSpec, read_pcap
 from harness.rig.build import build_firmware
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload
-from harness.studies.run import execute
+from harness.studies.run import RunPlan
 
 pytestmark = pytest.mark.real
 
@@ -68,7 +68,7 @@ def assert_whole_conversation(conv, data_from):
 
 @pytest.mark.parametrize("direction", ["rx", "tx"])
 def test_iperf_over_the_link(n6, after, tmp_path, no_leftovers, direction):
-    result = execute(n6, after, LINK, Workload(direction, seconds=4), tmp_path)
+    result = RunPlan(n6, after, LINK, Workload(direction, seconds=4)).execute(tmp_path)
     assert result.status == "passed" and result.throughput_mbps > 1
     assert result.link["rtt_s"] == pytest.approx(0.0055) and result.link["to_peer"]["rate_bps"] == 100_000_000
     frames = read_pcap(tmp_path / "capture.pcap")
@@ -84,14 +84,14 @@ def test_iperf_over_the_link(n6, after, tmp_path, no_leftovers, direction):
 
 
 def test_duplex_moves_data_both_ways(n6, after, tmp_path, no_leftovers):
-    result = execute(n6, after, LINK, Workload("duplex", seconds=3), tmp_path)
+    result = RunPlan(n6, after, LINK, Workload("duplex", seconds=3)).execute(tmp_path)
     assert set(result.throughput_mbps) == {"rx", "tx"}
     assert all(v > 0.5 for v in result.throughput_mbps.values()), result.throughput_mbps
 
 
 def test_discard_sends_exactly_the_bytes_asked(n6, after, tmp_path, no_leftovers):
     nbytes = 1_000_000
-    result = execute(n6, after, LINK, Workload("discard", bytes=nbytes, chunk=1460), tmp_path)
+    result = RunPlan(n6, after, LINK, Workload("discard", bytes=nbytes, chunk=1460)).execute(tmp_path)
     assert result.bytes == nbytes and result.throughput_mbps > 1
     conv = conversation(tcp_segments(tmp_path / "capture.pcap"), 9)
     assert_whole_conversation(conv, "10.77.0.2")
@@ -108,7 +108,7 @@ def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no
     for name, firmware, window in (("before", before, 23360), ("after", after, 46720)):
         run_dir = tmp_path / name
         run_dir.mkdir()
-        result = execute(n6, firmware, LINK, Workload("rx", seconds=6), run_dir)
+        result = RunPlan(n6, firmware, LINK, Workload("rx", seconds=6)).execute(run_dir)
         capture = load_capture(result.capture, device_ip="10.77.0.2", link_rate_bps=100e6)
         capture.expect_mss(device=1460)
         capture.expect_no_window_scaling()
@@ -126,7 +126,7 @@ def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no
 
 
 def test_the_analysis_agrees_with_tshark_on_a_netrepro_capture(n6, after, tmp_path):
-    result = execute(n6, after, LINK, Workload("tx", seconds=2), tmp_path)
+    result = RunPlan(n6, after, LINK, Workload("tx", seconds=2)).execute(tmp_path)
     capture = load_capture(result.capture, device_ip="10.77.0.2")
 
     def tshark_count(display_filter: str) -> int:

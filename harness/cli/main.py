@@ -22,8 +22,8 @@ from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
 from harness.rig.engine import make_engine
 from harness.rig.platform import load_platform, platform_names
 from harness.rig.profile import resolve_profile
-from harness.rig.session import device_paced, make_run_dir
-from harness.rig.workload import WORKLOADS, Workload
+from harness.rig.session import Session, make_run_dir
+from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
 from harness.studies.baseline import (
     MAX_DROP,
     compare_to_baseline,
@@ -32,9 +32,9 @@ from harness.studies.baseline import (
     save_baseline,
     setup_differences,
 )
-from harness.studies.compare import TWO_WAY_WORKLOADS, Configuration, compare, format_comparison
+from harness.studies.compare import compare, format_comparison
 from harness.studies.reproduce import format_report, reproduce
-from harness.studies.run import RunResult, execute
+from harness.studies.run import Configuration, RunPlan, RunResult
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
     comp.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(comp)
-    comp.add_argument("--workload", default="rx", choices=[w for w in WORKLOADS if w not in TWO_WAY_WORKLOADS])
+    comp.add_argument("--workload", default="rx", choices=[w for w in WORKLOADS if w not in TWO_WAY])
     comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     comp.add_argument("--chunk", type=size_arg, default=1460, help="discard and sock-*: bytes per write or read")
     comp.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
@@ -249,7 +249,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.rx_overflow:
         platform = platform.with_nic(rx_overflow=args.rx_overflow)
     tree = lwip_tree(args.lwip_tree)
-    profile = resolve_profile(platform, args.lwip, args.include, args.set, tree)
+    configuration = Configuration(args.lwip, tuple(args.include), tuple(args.set))
+    profile = configuration.profile(platform, tree)
     link = link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk,
                         warmup_s=args.warmup)
@@ -258,16 +259,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     baseline = load_baseline(args.against, args.baseline_dir) if args.against else None
     if baseline is not None:
         differences = setup_differences(baseline, platform.name, workload.describe(),
-                                        device_paced(link, platform).as_dict())
+                                        Session.link_as_run(link, platform).as_dict())
         if differences:
             more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
             raise NetreproError(f"this run is not comparable with baseline '{args.against}': {differences[0]}{more}",
                                 f"run it as the baseline was: platform {baseline.get('platform')}, link "
                                 f"{baseline.get('link_name') or 'direct'}, workload {baseline['workload']['name']}")
-    firmware = build_firmware(platform, profile, tree, progress.step)
+    plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), link, workload,
+                   boot_timeout=args.timeout)
     run_dir = make_run_dir(args.out, platform.name, profile.name)
     try:
-        result = execute(platform, firmware, link, workload, run_dir, progress, boot_timeout=args.timeout)
+        result = plan.execute(run_dir, progress)
     except NetreproError as exc:
         raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
     document = asdict(result)

@@ -26,13 +26,12 @@ import pytest
 
 from harness.analysis import CaptureAnalysis, load_capture
 from harness.link import LinkSpec
-from harness.rig.build import Firmware, build_firmware, lwip_tree
+from harness.rig.build import Firmware, lwip_tree
 from harness.rig.platform import load_platform
-from harness.rig.profile import resolve_profile
-from harness.rig.session import Session, device_paced, make_run_dir
+from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
 from harness.studies.reproduce import reproduce
-from harness.studies.run import RunResult, data_rate_bps, execute
+from harness.studies.run import Configuration, RunPlan, RunResult, data_rate_bps
 
 _RUN_DIRS = pytest.StashKey[list[Path]]()
 
@@ -59,9 +58,8 @@ class Netrepro:
     def firmware(self, platform: str, lwip: str | None = None, include: list[str] | None = None,
                  options: dict[str, Any] | None = None) -> Firmware:
         """Build (or reuse) a board's firmware: a profile name or a lwipopts.h path, plus overrides."""
-        board = load_platform(platform)
-        overrides = [f"{k}={v}" for k, v in (options or {}).items()]
-        return build_firmware(board, resolve_profile(board, lwip, include, overrides, self.tree), self.tree)
+        overrides = tuple(f"{k}={v}" for k, v in (options or {}).items())
+        return Configuration(lwip, tuple(include or ()), overrides).build(load_platform(platform), self.tree)
 
     def link(self, platform: str, link: str | None = None, **overrides: Any) -> LinkSpec:
         """A link from the platform's preset (None: unshaped) with netem-style overrides (rtt="5.5ms", ...)."""
@@ -73,11 +71,9 @@ class Netrepro:
             include: list[str] | None = None, options: dict[str, Any] | None = None,
             **link_overrides: Any) -> RunResult:
         """Build, boot, run one workload over the link and analyse the capture."""
-        board = load_platform(platform)
-        firmware = self.firmware(platform, lwip, include, options)
-        spec = self.link(platform, link, **link_overrides)
-        run_dir = self._run_dir(board.name, firmware.profile.name)
-        result = execute(board, firmware, spec, Workload(workload, seconds, bytes, chunk, warmup), run_dir)
+        plan = RunPlan(load_platform(platform), self.firmware(platform, lwip, include, options),
+                       self.link(platform, link, **link_overrides), Workload(workload, seconds, bytes, chunk, warmup))
+        result = plan.execute(self._run_dir(plan.platform.name, plan.firmware.profile.name))
         self._record(result)
         return result
 
@@ -89,13 +85,12 @@ class Netrepro:
         board = load_platform(platform)
         firmware = self.firmware(platform, lwip, include, options)
         run_dir = self._run_dir(board.name, firmware.profile.name)
-        with Session(board, firmware, run_dir, device_paced(self.link(platform, link, **link_overrides), board)) \
-                as rig:
+        with Session(board, firmware, run_dir, self.link(platform, link, **link_overrides)) as rig:
             yield rig
 
     def capture(self, result: RunResult) -> CaptureAnalysis:
         """The run's capture, analysed, with the expect_* assertion helpers."""
-        return load_capture(result.capture, device_ip="10.77.0.2", captured_at="device",
+        return load_capture(result.capture, device_ip=result.device, captured_at="device",
                             link_rate_bps=data_rate_bps(result))
 
     def reproduce(self, report: str, cases: list[str] | None = None, repeats: int | None = None,

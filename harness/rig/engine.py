@@ -13,6 +13,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pexpect
 from qemu.qmp.legacy import QEMUMonitorProtocol
@@ -118,6 +119,10 @@ class QemuEngine:
             stop(self.child, sig=None)  # asked over QMP
             self.child = None
 
+    def clock_report(self) -> dict[str, float] | None:
+        """QEMU runs free of the wall clock: nothing to report on how it tracked it."""
+        return None
+
     def __enter__(self) -> QemuEngine:
         return self
 
@@ -125,7 +130,7 @@ class QemuEngine:
         self.stop()
 
 
-class SimavrEngine:
+class SimavrBoardHost:
     """The Ethernut 2 board host (simavr + netrepro's XMEM bus and LAN91C111) running one AVR image.
 
     The host is netrepro's own C program, kept beside the platform description
@@ -200,7 +205,7 @@ class SimavrEngine:
         """How closely simulated time tracked the wall clock, from the host's exit summary."""
         return parse_host_summary(self.host_message())
 
-    def __enter__(self) -> SimavrEngine:
+    def __enter__(self) -> SimavrBoardHost:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -222,12 +227,20 @@ def parse_host_summary(line: str) -> dict[str, float] | None:
     return {key: float(m.group(1)) for key, m in found.items() if m}
 
 
-Engine = QemuEngine | SimavrEngine
+class Engine(Protocol):
+    """What a session needs of an engine, whichever the platform names."""
+
+    def start(self, timeout: float = 30.0) -> Console: ...
+    def stop(self) -> None: ...
+    def status(self) -> str: ...
+    def clock_report(self) -> dict[str, float] | None: ...
+
+
+ENGINES: dict[str, type[QemuEngine] | type[SimavrBoardHost]] = {"qemu": QemuEngine, "simavr": SimavrBoardHost}
 
 
 def make_engine(platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
                 nic: NicBackend | None = None) -> Engine:
     """The engine the platform's description names."""
     kind = platform.engine["kind"]
-    engine_class = {"qemu": QemuEngine, "simavr": SimavrEngine}[kind]
-    return engine_class(platform, elf, run_dir, sock_dir, nic)
+    return ENGINES[kind](platform, elf, run_dir, sock_dir, nic)

@@ -1,23 +1,23 @@
-"""Services the peer runs inside the namespace: `python -m harness.rig.peer_services <service> ...`.
+"""Services the peer runs inside the namespace: `python -m harness.rig.peer_services '{"service": ...}'`.
 
 Each accepts one connection, prints LISTENING once bound (so the caller knows when to start the
-board), and writes what it saw as JSON to --out.
+board), and writes what it saw as JSON to `out`.
 
 discard  RFC 863 on port 9 (default): read to EOF.
 sink     the same on any port: the far end of the board's `sock tx`.
-source   send as fast as possible for --seconds or exactly --bytes, then close; the far end of
+source   send as fast as possible for `seconds` or exactly `bytes`, then close; the far end of
          the board's `sock rx`. Its per-second figures count bytes handed to the kernel, which
          runs ahead of the wire by what the socket buffer holds; the board measures the transfer.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
 import sys
 import time
+from dataclasses import asdict, dataclass
 from typing import Any
 
 _SEND_CHUNK = 64 * 1024
@@ -122,35 +122,29 @@ def _send(conn: socket.socket, payload: bytes, per_second: _PerSecond,
         per_second.add(time.monotonic(), sent)
 
 
-def _positive(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
-        return value
-    return parse
+@dataclass(frozen=True)
+class PeerService:
+    """One service to start in the namespace; it travels to the child as one JSON argument."""
+
+    service: str                    # "discard", "sink" or "source"
+    out: str                        # where the service writes what it saw
+    port: int = 9
+    accept_timeout: float = 60.0
+    seconds: float | None = None    # source: send for this long ...
+    bytes: int | None = None        # ... or exactly this many bytes
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "harness.rig.peer_services", json.dumps(asdict(self))]
+
+    def serve(self) -> int:
+        if self.service == "source":
+            return source(self.port, self.out, self.accept_timeout, self.seconds, self.bytes)
+        return discard(self.port, self.out, self.accept_timeout)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.rig.peer_services")
-    sub = parser.add_subparsers(dest="service", required=True)
-    for name, default_port in (("discard", 9), ("sink", None)):
-        p = sub.add_parser(name)
-        p.add_argument("--port", type=int, default=default_port, required=default_port is None)
-        p.add_argument("--out", required=True)
-        p.add_argument("--accept-timeout", type=float, default=60.0)
-    s = sub.add_parser("source")
-    s.add_argument("--port", type=int, required=True)
-    s.add_argument("--out", required=True)
-    s.add_argument("--accept-timeout", type=float, default=60.0)
-    amount = s.add_mutually_exclusive_group(required=True)
-    amount.add_argument("--seconds", type=_positive(float))
-    amount.add_argument("--bytes", type=_positive(int))
-    args = parser.parse_args(argv)
-    if args.service == "source":
-        return source(args.port, args.out, args.accept_timeout, args.seconds, args.bytes)
-    return discard(args.port, args.out, args.accept_timeout)
+def main(argv: list[str]) -> int:
+    return PeerService(**json.loads(argv[0])).serve()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

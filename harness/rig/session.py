@@ -18,7 +18,7 @@ from harness.core.progress import Progress
 from harness.link import Link, LinkCounters, LinkSpec, parse_rate
 from harness.rig.build import Firmware
 from harness.rig.console import Console
-from harness.rig.engine import Engine, NicBackend, SimavrEngine, make_engine
+from harness.rig.engine import Engine, NicBackend, make_engine
 from harness.rig.peer import TAP_NAME, Addresses, Namespace
 from harness.rig.platform import Platform
 
@@ -36,18 +36,6 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def device_paced(spec: LinkSpec, platform: Platform) -> LinkSpec:
-    """The link as run: frames reach the stand-in NIC no faster than its wire, whatever the preset,
-    and a frame the NIC cannot take when it is due is held or dropped as its ``rx_overflow`` says."""
-    nic = platform.nic
-    if "wire_rate" in nic:
-        spec = spec.paced_to_device(parse_rate(nic["wire_rate"]), int(nic.get("rx_burst_frames", 0)))
-    if nic.get("rx_overflow", "hold") != "hold":
-        frames = nic.get("rx_overflow_frames", max(2, int(nic.get("rx_burst_frames", 0))))
-        spec = spec.overflowing_to_device(nic["rx_overflow"], int(frames))
-    return spec
-
-
 class Session:
     """Namespace + link + board for one run; a context manager that leaves nothing behind."""
 
@@ -58,6 +46,7 @@ class Session:
         self.firmware = firmware
         self.run_dir = run_dir
         self.link_spec = link_spec
+        self.link_run = self.link_as_run(link_spec, platform)
         self.addresses = addresses or Addresses()
         self.progress = progress or Progress(quiet=True)
         self.boot_timeout = boot_timeout
@@ -68,6 +57,18 @@ class Session:
         self.console: Console | None = None
         self.link_counters: LinkCounters | None = None
         self.engine_clock: dict[str, float] | None = None
+
+    @staticmethod
+    def link_as_run(spec: LinkSpec, platform: Platform) -> LinkSpec:
+        """The link as run: frames reach the stand-in NIC no faster than its wire, whatever the preset,
+        and a frame the NIC cannot take when it is due is held or dropped as its ``rx_overflow`` says."""
+        nic = platform.nic
+        if "wire_rate" in nic:
+            spec = spec.paced_to_device(parse_rate(nic["wire_rate"]), int(nic.get("rx_burst_frames", 0)))
+        if nic.get("rx_overflow", "hold") != "hold":
+            frames = nic.get("rx_overflow_frames", max(2, int(nic.get("rx_burst_frames", 0))))
+            spec = spec.overflowing_to_device(nic["rx_overflow"], int(frames))
+        return spec
 
     def __enter__(self) -> Session:
         try:
@@ -83,7 +84,7 @@ class Session:
         nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock")
         self.progress.step("starting the peer namespace and the link")
         self.namespace = Namespace(self.run_dir).start()
-        self.link = Link(device_paced(self.link_spec, self.platform), device_sock=nic.remote,
+        self.link = Link(self.link_run, device_sock=nic.remote,
                          device_remote=nic.local, run_dir=self.run_dir,
                          tap=TAP_NAME, prefix=self.namespace.prefix())
         self.link.start(timeout=10.0)
@@ -99,8 +100,7 @@ class Session:
         """Stop the board, then the link (which writes its counters), then the namespace."""
         if self.engine is not None:
             self.engine.stop()
-            if isinstance(self.engine, SimavrEngine):
-                self.engine_clock = self.engine.clock_report()
+            self.engine_clock = self.engine.clock_report()
             self.engine = None
         if self.link is not None:
             with contextlib.suppress(Exception):

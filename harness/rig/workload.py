@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from harness.core.errors import NetreproError
 from harness.core.process import stop
+from harness.rig.peer_services import PeerService
 from harness.rig.session import Session
 
 WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx")
@@ -134,8 +134,7 @@ def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
 def _discard(rig: Session, workload: Workload, out_name: str) -> Transfer:
     total = workload.bytes or DISCARD_BYTES
     out = rig.run_dir / out_name
-    with _peer_service(rig, ["discard", "--port", "9", "--out", str(out),
-                             "--accept-timeout", str(_budget(workload))]) as server:
+    with _peer_service(rig, PeerService("discard", str(out), accept_timeout=_budget(workload))) as server:
         rig.console.command(f"discard {rig.addresses.peer} {total} {workload.chunk}")
         event = rig.console.wait_event("DISCARD", timeout=max(_budget(workload), total * 8 / 1e5))
         if "error" in event.fields:
@@ -153,10 +152,9 @@ def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transf
     """The device's socket benchmark against the peer's sink (sock-tx) or source (sock-rx)."""
     direction = workload.name.removeprefix("sock-")
     out = rig.run_dir / out_name
-    amount = ["--bytes", str(workload.bytes)] if workload.bytes else ["--seconds", f"{workload.seconds:g}"]
-    service = ["sink"] if direction == "tx" else ["source", *amount]
-    with _peer_service(rig, [*service, "--port", str(SOCK_PORT), "--out", str(out),
-                             "--accept-timeout", str(_budget(workload))]) as server:
+    service = PeerService("sink" if direction == "tx" else "source", str(out), SOCK_PORT, _budget(workload),
+                          seconds=None if workload.bytes else workload.seconds, bytes=workload.bytes)
+    with _peer_service(rig, service) as server:
         device_amount = f"-n {workload.bytes}" if workload.bytes else f"-t {workload.seconds:g}"
         size_flag = "-w" if direction == "tx" else "-r"
         rig.console.command(f"sock {direction} {rig.addresses.peer} {SOCK_PORT} {device_amount} "
@@ -173,14 +171,14 @@ def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transf
 
 
 @contextlib.contextmanager
-def _peer_service(rig: Session, argv: list[str]) -> Iterator[subprocess.Popen]:
+def _peer_service(rig: Session, service: PeerService) -> Iterator[subprocess.Popen]:
     """A harness.rig.peer_services program in the namespace, listening before the board is told to connect."""
-    server = rig.namespace.popen([sys.executable, "-m", "harness.rig.peer_services", *argv],
+    server = rig.namespace.popen(service.argv(),
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  text=True, cwd=str(Path(__file__).resolve().parents[2]))
     try:
         if server.stdout is None or server.stdout.readline().strip() != "LISTENING":
-            raise NetreproError(f"the peer's {argv[0]} service did not start", f"see {rig.run_dir}")
+            raise NetreproError(f"the peer's {service.service} service did not start", f"see {rig.run_dir}")
         yield server
     finally:
         stop(server, grace_s=2.0)

@@ -44,7 +44,7 @@ from harness.rig.platform import Platform
 from harness.rig.profile import Profile, known_options, resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import Workload
-from harness.studies.run import RunResult, execute
+from harness.studies.run import RunPlan, RunResult
 
 GIT_TIMEOUT_S = 300
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
@@ -516,8 +516,8 @@ class Bisection:
         run_dir.mkdir(parents=True, exist_ok=True)
         step.run_dir = str(run_dir)
         try:
-            run = execute(self.platform, firmware, self.link, self.workload, run_dir, self.progress,
-                          boot_timeout=self.boot_timeout)
+            run = RunPlan(self.platform, firmware, self.link, self.workload,
+                          boot_timeout=self.boot_timeout).execute(run_dir, self.progress)
         except NetreproError as exc:
             step.reason, step.error = f"run failed: {exc.problem}", str(exc)
             return step

@@ -29,25 +29,15 @@ from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.platform import load_platform
-from harness.rig.profile import Profile, resolve_profile
+from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
-from harness.rig.workload import Workload
-from harness.studies.reproduce import CaseResult, _num, _summarise
-from harness.studies.run import RunResult, data_rate_bps, execute
+from harness.rig.workload import TWO_WAY, Workload
+from harness.studies.cases import CaseResult, format_number, summarise_runs
+from harness.studies.run import Configuration, RunPlan, RunResult, data_rate_bps
 
-TWO_WAY_WORKLOADS = ("duplex", "rr")   # two throughputs a run: not comparable as one figure
 _WINDOW_LIMIT_UNSCALED = 0xFFFF
 _HEADERS = 14 + 20 + 20                 # Ethernet + IPv4 + TCP, what a pool pbuf holds besides payload
 TABLE_WIDTH = 120                       # wider than this, the differing options go above the table
-
-
-@dataclass(frozen=True)
-class Configuration:
-    """One side of a comparison, as `run` takes it: --lwip NAME_OR_PATH, -I DIR, --set NAME=VALUE."""
-
-    lwip: str | None = None
-    include: tuple[str, ...] = ()
-    set: tuple[str, ...] = ()
 
 
 @dataclass
@@ -72,16 +62,6 @@ def differing_options(a: Mapping[str, int], b: Mapping[str, int]) -> list[dict[s
     """The options whose effective values differ, in the firmware's order: [{"name", "a", "b"}]."""
     names = list(a) + [n for n in b if n not in a]
     return [{"name": n, "a": a.get(n), "b": b.get(n)} for n in names if a.get(n) != b.get(n)]
-
-
-def run_data_rate_bps(run: Any) -> float | None:
-    """The link's rate in the direction the data went (the capture says which), pacing included."""
-    direction = (run.analysis or {}).get("data_direction")
-    if direction not in ("device->peer", "peer->device"):
-        return data_rate_bps(run)
-    side = run.link["to_peer" if direction == "device->peer" else "to_device"]
-    rates = [r for r in (side.get("rate_bps"), side.get("pace_bps")) if r]
-    return float(min(rates)) if rates else None
 
 
 def recommend(verdict: str | None, *, rate_bps: float | None, rtt_ms: float | None, options: Mapping[str, int],
@@ -191,7 +171,7 @@ def summarise(label: str, role: str, runs: Sequence[Any], configuration: Configu
     """One configuration's runs as reproduce summarises a case, plus its options, rate and recommendation."""
     case = CaseResult(case=label, platform=platform, profile=profile, link=link, workload=workload,
                       report_mbps=None, run_dirs=list(run_dirs), error=error)
-    _summarise(case, list(runs))
+    summarise_runs(case, list(runs))
     out: dict[str, Any] = {"role": role, "label": label, "lwip": configuration.lwip,
                            "include": list(configuration.include), "set": list(configuration.set), **asdict(case)}
     for unused in ("case", "report_mbps", "link_mbps", "claim", "claim_holds", "claim_notes"):
@@ -199,7 +179,7 @@ def summarise(label: str, role: str, runs: Sequence[Any], configuration: Configu
     ok = [r for r in runs if isinstance(r.throughput_mbps, float | int)]
     middle = sorted(ok, key=lambda r: r.throughput_mbps)[len(ok) // 2] if ok else None
     options = dict(middle.options) if middle else (dict(runs[0].options) if runs else {})
-    rate = run_data_rate_bps(middle) if middle else None
+    rate = data_rate_bps(middle) if middle else None
     analysis = middle.analysis if middle else {}
     out["options"] = options
     out["data_rate_mbps"] = round(rate / 1e6, 3) if rate else None
@@ -229,16 +209,17 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
     if len(configurations) != 2:
         raise NetreproError(f"compare needs two configurations, got {len(configurations)}",
                             "give --lwip twice: --lwip A --lwip B")
-    if workload.name in TWO_WAY_WORKLOADS:
+    if workload.name in TWO_WAY:
         raise NetreproError(f"workload {workload.name} measures two directions at once",
                             "compare one direction: rx, tx, discard, sock-rx or sock-tx")
     if repeats < 1:
         raise NetreproError(f"bad repeats {repeats}", "give 1 or more")
     platform = load_platform(platform_name)
     tree = lwip_tree(lwip_tree_path)
-    profiles = [resolve_profile(platform, c.lwip, list(c.include), list(c.set), tree) for c in configurations]
+    profiles = [c.profile(platform, tree) for c in configurations]
     labels = configuration_labels(profiles, configurations)
-    firmwares = [build_firmware(platform, p, tree, progress.step) for p in profiles]
+    plans = [RunPlan(platform, build_firmware(platform, p, tree, progress.step), link, workload,
+                     boot_timeout=boot_timeout) for p in profiles]
     slugs = [_slug(p.name) for p in profiles]
     root = make_run_dir(out, f"compare-{platform.name}", f"{slugs[0]}-vs-{slugs[1]}")
     runs: list[list[RunResult]] = [[], []]
@@ -250,7 +231,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
             run_dir.mkdir()
             progress.step(f"{role} {labels[k]}: run {i + 1} of {repeats}")
             try:
-                runs[k].append(execute(platform, firmwares[k], link, workload, run_dir, boot_timeout=boot_timeout))
+                runs[k].append(plans[k].execute(run_dir))
             except NetreproError as exc:
                 errors[k] = str(exc)
             dirs[k].append(str(run_dir))
@@ -338,8 +319,8 @@ def _table(configs: Sequence[Mapping[str, Any]], diff: Sequence[Mapping[str, Any
             f"{c['median_mbps']:.1f} ({c['min_mbps']:.1f}-{c['max_mbps']:.1f})"
         window = "-" if c["device_window_max"] is None else f"{c['device_window_max']:g}"
         values = "".join(f"{_opt(d['a' if c['role'] == 'A' else 'b']):>{opt_w[d['name']]}}  " for d in diff)
-        lines.append(f"{c['label']:<{label_w}}  {values}{figure:>20} {_num(c['bound_mbps']):>7} "
-                     f"{_num(c['device_mss']):>5} {window:>7}  {c['verdict'] or '-'}")
+        lines.append(f"{c['label']:<{label_w}}  {values}{figure:>20} {format_number(c['bound_mbps']):>7} "
+                     f"{format_number(c['device_mss']):>5} {window:>7}  {c['verdict'] or '-'}")
     return lines
 
 

@@ -17,9 +17,10 @@ from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.rig.build import Firmware
+from harness.rig.build import Firmware, build_firmware
 from harness.rig.platform import Platform
-from harness.rig.session import Session, device_paced
+from harness.rig.profile import Profile, resolve_profile
+from harness.rig.session import Session
 from harness.rig.workload import DEVICE_SENDS, DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload
 
 
@@ -35,6 +36,7 @@ class RunResult:
     run_dir: str
     capture: str
     console_log: str
+    device: str                     # the board's address in the run's subnet
     status: str = "running"
     error: str | None = None
     options: dict[str, int] = field(default_factory=dict)
@@ -69,44 +71,77 @@ class RunResult:
         return path
 
 
-def execute(platform: Platform, firmware: Firmware, link: LinkSpec, workload: Workload, run_dir: Path,
-            progress: Progress | None = None, boot_timeout: float = 60.0) -> RunResult:
-    """Run one workload on a freshly booted board; the result is saved even when the run fails."""
-    progress = progress or Progress(quiet=True)
-    result = RunResult(platform=platform.name, profile=firmware.profile.name, lwip_version=firmware.lwip_version,
-                       link=device_paced(link, platform).as_dict(), workload=workload.describe(), run_dir=str(run_dir),
-                       capture=str(run_dir / "capture.pcap"), console_log=str(run_dir / "console.log"))
-    (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
-    rig = Session(platform, firmware, run_dir, link, progress=progress, boot_timeout=boot_timeout)
-    try:
-        with rig:
-            result.boot_seconds = round(rig.console.boot_seconds or 0.0, 3)
-            result.options = rig.console.opts()
-            progress.step(f"running {workload.name} ({_amount(workload)}) over link {_link_text(result.link)}")
-            result.record(run_workload(rig, workload), two_way=workload.name in TWO_WAY)
-            result.device_stats = rig.console.stats()
-        result.status = "passed"
-    except NetreproError as exc:
-        result.status, result.error = "failed", str(exc)
-        raise
-    except KeyboardInterrupt:
-        result.status, result.error = "interrupted", "interrupted by the user"
-        raise
-    finally:
-        if rig.link_counters is not None:
-            result.link_counters = asdict(rig.link_counters)
-        result.engine_clock = rig.engine_clock
-        _warn_if_lagging(result.engine_clock, progress)
+@dataclass(frozen=True)
+class Configuration:
+    """A firmware as the command line gives it: --lwip NAME_OR_PATH, -I DIR, --set NAME=VALUE."""
+
+    lwip: str | None = None
+    include: tuple[str, ...] = ()
+    set: tuple[str, ...] = ()
+
+    def profile(self, platform: Platform, tree: Path) -> Profile:
+        return resolve_profile(platform, self.lwip, list(self.include), list(self.set), tree)
+
+    def build(self, platform: Platform, tree: Path, progress: Progress | None = None) -> Firmware:
+        """The firmware (built now, or reused from the cache); a profile that does not compile is a one-line error."""
+        return build_firmware(platform, self.profile(platform, tree), tree, (progress or Progress(quiet=True)).step)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run, prepared: the board, its firmware, the link as the user gave it, the workload.
+
+    Every entry point (`run`, `compare`, `reproduce`, `bisect`, the pytest plugin) makes one and
+    calls `execute` for each run folder.
+    """
+
+    platform: Platform
+    firmware: Firmware
+    link: LinkSpec
+    workload: Workload
+    boot_timeout: float = 60.0
+
+    def execute(self, run_dir: Path, progress: Progress | None = None) -> RunResult:
+        """Run the workload on a freshly booted board; the result is saved even when the run fails."""
+        progress = progress or Progress(quiet=True)
+        rig = Session(self.platform, self.firmware, run_dir, self.link, progress=progress,
+                      boot_timeout=self.boot_timeout)
+        result = RunResult(platform=self.platform.name, profile=self.firmware.profile.name,
+                           lwip_version=self.firmware.lwip_version, link=rig.link_run.as_dict(),
+                           workload=self.workload.describe(), run_dir=str(run_dir),
+                           capture=str(run_dir / "capture.pcap"), console_log=str(run_dir / "console.log"),
+                           device=rig.addresses.device)
+        (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
+        try:
+            with rig:
+                result.boot_seconds = round(rig.console.boot_seconds or 0.0, 3)
+                result.options = rig.console.opts()
+                progress.step(f"running {self.workload.name} ({_amount(self.workload)}) over link "
+                              f"{_link_text(result.link)}")
+                result.record(run_workload(rig, self.workload), two_way=self.workload.name in TWO_WAY)
+                result.device_stats = rig.console.stats()
+            result.status = "passed"
+        except NetreproError as exc:
+            result.status, result.error = "failed", str(exc)
+            raise
+        except KeyboardInterrupt:
+            result.status, result.error = "interrupted", "interrupted by the user"
+            raise
+        finally:
+            if rig.link_counters is not None:
+                result.link_counters = asdict(rig.link_counters)
+            result.engine_clock = rig.engine_clock
+            _warn_if_lagging(result.engine_clock, progress)
+            result.save()
+        progress.step("analysing the capture")
+        analyse_run(result)
         result.save()
-    progress.step("analysing the capture")
-    analyse_run(result, rig.addresses.device)
-    result.save()
-    return result
+        return result
 
 
-def analyse_run(result: RunResult, device_ip: str) -> CaptureAnalysis:
+def analyse_run(result: RunResult) -> CaptureAnalysis:
     """Add the capture's analysis and plots to the result of a finished run."""
-    analysis = load_capture(result.capture, device_ip=device_ip, link_rate_bps=data_rate_bps(result),
+    analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=data_rate_bps(result),
                             captured_at="device")
     result.analysis = analysis.summary()
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
@@ -124,11 +159,17 @@ def _warn_if_lagging(clock: dict[str, float] | None, progress: Progress) -> None
 
 
 def data_rate_bps(result: RunResult, direction: str | None = None) -> float | None:
-    """The link rate in the workload's main data direction, or in `direction` ("rx"/"tx") of a
-    two-way run (pacing into the device included)."""
-    sends = direction == "tx" if direction else result.workload["name"] in DEVICE_SENDS
-    direction = result.link["to_peer" if sends else "to_device"]
-    rates = [r for r in (direction.get("rate_bps"), direction.get("pace_bps")) if r]
+    """The link's rate (pacing into the device included) in the direction the data went: `direction`
+    ("rx"/"tx") of a two-way run when given, else the direction the capture saw, else the workload's."""
+    seen = (result.analysis or {}).get("data_direction")
+    if direction is not None:
+        sends = direction == "tx"
+    elif seen in ("device->peer", "peer->device"):
+        sends = seen == "device->peer"
+    else:
+        sends = result.workload["name"] in DEVICE_SENDS
+    side = result.link["to_peer" if sends else "to_device"]
+    rates = [r for r in (side.get("rate_bps"), side.get("pace_bps")) if r]
     return float(min(rates)) if rates else None
 
 

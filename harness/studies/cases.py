@@ -1,0 +1,92 @@
+"""A case's runs summarised as one figure and the median run's capture facts (reproduce and compare)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.analysis import load_capture
+from harness.core.errors import NetreproError
+from harness.studies.run import RunResult, data_rate_bps
+
+
+@dataclass
+class CaseResult:
+    """One case of a report: the report's figure beside netrepro's runs of it."""
+
+    case: str
+    platform: str
+    profile: str
+    link: str
+    workload: str
+    report_mbps: float | list[float] | None
+    direction: str | None = None              # rr / duplex: which direction's figure this case is
+    rx_overflow: str = "hold"                 # what the link did with frames the NIC could not take
+    report_value: float | None = None         # the report's figure in its own unit (the document's "unit")
+    median_in_unit: float | None = None       # netrepro's median in that unit
+    runs_mbps: list[float] = field(default_factory=list)
+    median_mbps: float | None = None
+    min_mbps: float | None = None
+    max_mbps: float | None = None
+    bound_mbps: float | None = None
+    link_mbps: float | None = None
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    device_mss: int | None = None
+    device_window: float | None = None       # median of the device's ACKs
+    device_window_max: int | None = None     # the window lwIP offers with nothing unread: TCP_WND
+    window_scaling: bool | None = None
+    rtt_ms: float | None = None
+    claim: dict[str, Any] = field(default_factory=dict)
+    claim_holds: bool | None = None
+    claim_notes: list[str] = field(default_factory=list)
+    run_dirs: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def run_figure(run: RunResult, direction: str | None) -> float | None:
+    value = run.throughput_mbps
+    if direction is not None:
+        value = value.get(direction) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, float | int) else None
+
+
+def summarise_runs(result: CaseResult, runs: list[RunResult]) -> None:
+    measured = [(f, r) for r in runs if (f := run_figure(r, result.direction)) is not None]
+    if len(measured) < len(runs) and result.error is None:
+        result.error = (f"{len(runs) - len(measured)} of {len(runs)} runs reported no {result.direction} figure "
+                        "(see the run folders' iperf logs)")
+    if not measured:
+        return
+    figures = [f for f, _ in measured]
+    result.runs_mbps = [round(f, 2) for f in figures]
+    result.median_mbps = round(statistics.median(figures), 2)
+    result.min_mbps, result.max_mbps = round(min(figures), 2), round(max(figures), 2)
+    middle = sorted(measured, key=lambda fr: fr[0])[len(measured) // 2][1]  # the median run speaks for the case
+    rate = data_rate_bps(middle, result.direction)
+    analysis = middle.analysis if result.direction is None else _direction_analysis(middle, result.direction, rate)
+    result.verdict, result.verdict_reason = analysis.get("verdict"), analysis.get("verdict_reason")
+    result.link_mbps = round(rate / 1e6, 2) if rate else None
+    result.bound_mbps = analysis.get("bound_mbps") or result.link_mbps
+    result.device_mss = analysis.get("device_mss")
+    window = analysis.get("device_window") or {}
+    result.device_window, result.device_window_max = window.get("median"), window.get("max")
+    scaling = analysis.get("window_scaling") or ""
+    # negotiated only when both SYNs carry the option; unknown without the SYN
+    result.window_scaling = None if scaling.startswith("unknown") or not scaling else scaling == "negotiated"
+    result.rtt_ms = analysis.get("rtt_ms")
+
+
+def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> dict[str, Any]:
+    """The analysis of the one connection of a two-way run that carried this direction's data."""
+    try:
+        return load_capture(run.capture, device_ip=run.device, link_rate_bps=rate, captured_at="device",
+                            sender="device" if direction == "tx" else "peer").summary()
+    except NetreproError as exc:
+        return {"verdict": None, "verdict_reason": str(exc)}
+
+
+def format_number(value: Any) -> str:
+    """A figure for a table: '-' when there is none."""
+    return "-" if value is None else f"{value:g}"
