@@ -1,0 +1,105 @@
+"""The README and the repository's self-containment.
+
+- The README's layout table names every package under harness/ (a folder with an __init__.py
+  directly under harness/), so a new stage cannot appear without being described.
+- No tracked file refers to notes outside the repository: the public source of a figure is
+  named where the figure is used (reports/*.toml), never a file beside the checkout.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Written split so that this file does not match itself.
+OUTSIDE = ("reference" + ".md", "design" + ".md", "../" + "shared")
+
+
+def harness_packages(root: Path = ROOT) -> list[str]:
+    return sorted(p.parent.name for p in (root / "harness").glob("*/__init__.py"))
+
+
+def layout_table(readme: str) -> list[str]:
+    """The first cells of the table under the README's "## Layout" heading."""
+    match = re.search(r"^## Layout[^\n]*\n(.*?)(?=^## |\Z)", readme, re.S | re.M)
+    assert match, 'README.md has no "## Layout" section'
+    rows = [line for line in match.group(1).splitlines() if line.startswith("|")]
+    cells = [row.split("|")[1].strip() for row in rows[2:]]  # skip the header and its rule
+    assert cells, 'the "## Layout" section of README.md has no table'
+    return cells
+
+
+def missing_packages(readme: str, packages: list[str]) -> list[str]:
+    named = {cell.strip("`").rstrip("/") for cell in layout_table(readme)}
+    return [p for p in packages if f"harness/{p}" not in named]
+
+
+def tracked_text_files(root: Path = ROOT) -> list[Path]:
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    files = []
+    for name in listed.decode().split("\0"):
+        path = root / name
+        if not name or not path.is_file():  # deleted in the working tree, or a submodule
+            continue
+        head = path.read_bytes()[:8192]
+        if b"\0" in head:  # binary (captures, images)
+            continue
+        files.append(path)
+    return files
+
+
+def outside_references(files: list[Path], root: Path = ROOT) -> list[str]:
+    found = []
+    for path in files:
+        text = path.read_text(errors="replace")
+        for number, line in enumerate(text.splitlines(), 1):
+            for word in OUTSIDE:
+                if word in line:
+                    found.append(f"{path.relative_to(root)}:{number}: {word!r}: {line.strip()[:100]}")
+    return found
+
+
+def test_layout_table_names_every_harness_package():
+    packages = harness_packages()
+    assert packages, "no package found under harness/"
+    missing = missing_packages((ROOT / "README.md").read_text(), packages)
+    assert not missing, (f"README.md's layout table does not name {', '.join(f'harness/{p}' for p in missing)}: "
+                         "add a row for each")
+
+
+def test_no_tracked_file_refers_outside_the_repository():
+    found = outside_references(tracked_text_files())
+    assert not found, ("files refer to notes outside the repository; name the public source instead:\n"
+                       + "\n".join(found))
+
+
+# The checks themselves, on made-up input: they must fail when the README or a file is wrong.
+
+def test_layout_check_sees_a_missing_package():
+    readme = "# x\n\n## Layout\n\n| path | what |\n|---|---|\n| `harness/core` | c |\n| `docs/` | d |\n\n## Next\n"
+    assert missing_packages(readme, ["core", "rig"]) == ["rig"]
+    assert missing_packages(readme, ["core"]) == []
+
+
+def test_layout_check_ignores_packages_named_outside_the_table():
+    readme = ("# x\n\nharness/rig is mentioned here.\n\n## Layout\n\n| path | what |\n|---|---|\n"
+              "| `harness/core` | c |\n\n## Next\n\n| `harness/rig` | another table |\n")
+    assert missing_packages(readme, ["core", "rig"]) == ["rig"]
+
+
+def test_layout_check_needs_the_section():
+    with pytest.raises(AssertionError):
+        layout_table("# x\n\nno layout here\n")
+
+
+def test_outside_check_finds_each_word(tmp_path):
+    good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
+    good.write_text("# source: https://github.com/micropython/micropython/pull/19629\n")
+    bad.write_text("\n".join(f"# see {word}" for word in OUTSIDE) + "\n")
+    found = outside_references([good, bad], root=tmp_path)
+    assert len(found) == len(OUTSIDE) and all(f.startswith("bad.toml:") for f in found)
