@@ -72,7 +72,7 @@ static void discard_done(struct tx_session *s, err_t err)
   }
 }
 
-void cmd_discard(int argc, char **argv)
+static void cmd_discard(int argc, char **argv)
 {
   uint32_t bytes, chunk_arg;
   ip4_addr_t ip;
@@ -105,7 +105,13 @@ void cmd_discard(int argc, char **argv)
   }
 }
 
-void discard_poll(void)
+static void discard_poll(void)
 {
   tx_session_poll(&session);
 }
+
+const struct nr_app nr_app_discard = {
+  "discard", "discard",
+  "discard <ip> <bytes> <chunk> - send bytes to TCP port 9 in chunk-sized writes",
+  cmd_discard, NULL, discard_poll,
+};

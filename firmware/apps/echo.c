@@ -121,7 +121,7 @@ static err_t echo_accept(void *arg, struct tcp_pcb *pcb, err_t err)
   return ERR_MEM; /* all slots busy: lwIP aborts the new connection */
 }
 
-void echo_init(void)
+static void echo_init(void)
 {
   struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
   struct tcp_pcb *listener = NULL;
@@ -138,3 +138,5 @@ void echo_init(void)
   }
   tcp_accept(listener, echo_accept);
 }
+
+const struct nr_app nr_app_echo = { "echo", NULL, NULL, NULL, echo_init, NULL };

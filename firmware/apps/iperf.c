@@ -210,7 +210,7 @@ static void start_client(int argc, char **argv)
   }
 }
 
-void cmd_iperf(int argc, char **argv)
+static void cmd_iperf(int argc, char **argv)
 {
   if (argc == 2 && strcmp(argv[1], "server") == 0) {
     start_server();
@@ -221,7 +221,13 @@ void cmd_iperf(int argc, char **argv)
   }
 }
 
-void iperf_poll(void)
+static void iperf_poll(void)
 {
   tx_session_poll(&client);
 }
+
+const struct nr_app nr_app_iperf = {
+  "iperf", "iperf",
+  "iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes] - iperf2 TCP test",
+  cmd_iperf, NULL, iperf_poll,
+};

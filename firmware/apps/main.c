@@ -17,6 +17,10 @@
 
 struct netif app_netif;
 
+#define NR_APP(name) &nr_app_##name,
+const struct nr_app *const nr_apps[] = { NR_APPS NULL };
+#undef NR_APP
+
 /* The address stays 0.0.0.0 until the "ip" command sets one. */
 static int net_init(void)
 {
@@ -48,7 +52,11 @@ int main(void)
   nr_printf("netrepro firmware board=%s nic=%s lwip=%s profile=%s\n",
             BOARD_NAME, NIC_NAME, LWIP_VERSION_STRING, NETREPRO_PROFILE_NAME);
   net_ok = net_init();
-  echo_init();
+  for (const struct nr_app *const *app = nr_apps; *app != NULL; app++) {
+    if ((*app)->init != NULL) {
+      (*app)->init();
+    }
+  }
   shell_start();
   for (;;) {
     if (net_ok) {
@@ -56,9 +64,11 @@ int main(void)
     }
     shell_poll();
     sys_check_timeouts();
-    iperf_poll();
-    discard_poll();
-    sockbench_poll();
+    for (const struct nr_app *const *app = nr_apps; *app != NULL; app++) {
+      if ((*app)->poll != NULL) {
+        (*app)->poll();
+      }
+    }
     idle();
   }
 }

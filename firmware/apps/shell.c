@@ -32,14 +32,12 @@ struct command {
 
 static void cmd_help(int argc, char **argv);
 
+/* The built-in commands; the apps' commands (apps.h) follow them. */
 static const struct command commands[] = {
   { "help",    "help - list commands", cmd_help },
   { "opts",    "opts - effective lwIP options (NAME=VALUE), then FORCED=", cmd_opts },
   { "ip",      "ip [<a.b.c.d>/<prefixlen> [<gw>]] - show or set the address", cmd_ip },
   { "stats",   "stats - lwIP and driver counters (key=value)", cmd_stats },
-  { "iperf",   "iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes] - iperf2 TCP test", cmd_iperf },
-  { "discard", "discard <ip> <bytes> <chunk> - send bytes to TCP port 9 in chunk-sized writes", cmd_discard },
-  { "sock",    "sock tx <ip> <port> (-t sec | -n bytes) [-w size] | sock rx <ip> <port> (-t sec | -n bytes) [-r size] [-d us] - MicroPython-style socket benchmark", cmd_sock },
   { "uptime",  "uptime - milliseconds since boot", cmd_uptime },
   { "spin",    "spin <iterations> [irqoff] - a known instruction loop: SPIN iterations= cycles= ms=", cmd_spin },
 };
@@ -62,6 +60,22 @@ static void cmd_help(int argc, char **argv)
   for (size_t i = 0; i < NUM_COMMANDS; i++) {
     nr_printf("%s\n", commands[i].usage);
   }
+  for (const struct nr_app *const *app = nr_apps; *app != NULL; app++) {
+    if ((*app)->command != NULL) {
+      nr_printf("%s\n", (*app)->usage);
+    }
+  }
+}
+
+/* "ERROR: unknown command" names the apps this firmware was built with, so a
+   command of an app the board leaves out (APPS) explains itself. */
+static void unknown_command(const char *name)
+{
+  nr_printf("ERROR: unknown command '%s' (try help; apps built:", name);
+  for (const struct nr_app *const *app = nr_apps; *app != NULL; app++) {
+    nr_printf(" %s", (*app)->name);
+  }
+  nr_printf(")\n");
 }
 
 static void show_prompt(void)
@@ -103,7 +117,13 @@ static void execute(char *cmdline)
       return;
     }
   }
-  nr_printf("ERROR: unknown command '%s' (try help)\n", argv[0]);
+  for (const struct nr_app *const *app = nr_apps; *app != NULL; app++) {
+    if ((*app)->command != NULL && strcmp(argv[0], (*app)->command) == 0) {
+      (*app)->run(argc, argv);
+      return;
+    }
+  }
+  unknown_command(argv[0]);
 }
 
 static void end_of_line(void)

@@ -347,7 +347,7 @@ static void on_err(void *arg, err_t err)
   finish((sb.state == SOCK_CLOSING && err == ERR_CLSD) ? ERR_OK : err);
 }
 
-void sockbench_poll(void)
+static void sockbench_poll(void)
 {
   if (sb.pcb == NULL || sb.state == SOCK_CONNECTING) {
     return;
@@ -421,7 +421,7 @@ static void reset_test(enum sock_dir dir)
   sb.app_blocked = 1;
 }
 
-void cmd_sock(int argc, char **argv)
+static void cmd_sock(int argc, char **argv)
 {
   enum sock_dir dir;
   ip4_addr_t ip4;
@@ -456,3 +456,10 @@ void cmd_sock(int argc, char **argv)
     report_error(err);
   }
 }
+
+const struct nr_app nr_app_sockbench = {
+  "sockbench", "sock",
+  "sock tx <ip> <port> (-t sec | -n bytes) [-w size] | sock rx <ip> <port> (-t sec | -n bytes) [-r size] "
+  "[-d us] - MicroPython-style socket benchmark",
+  cmd_sock, NULL, sockbench_poll,
+};

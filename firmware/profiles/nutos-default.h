@@ -1,6 +1,7 @@
 /*
  * Profile "nutos-default": Ethernut 2 with Nut/OS's default TCP settings
- * (reference.md R3, "New TCP output buffering", 2004). Nut/OS itself is not
+ * (Oliver Schulz, "New TCP output buffering", En-Nut-Discussion mailing
+ * list, 2004: report R3, reports/ethernut2.toml). Nut/OS itself is not
  * available in any reachable package registry, so this is lwIP 2.1.3
  * configured to behave as R3 describes; the discard test writes with
  *   discard <pc-ip> 8388608 536

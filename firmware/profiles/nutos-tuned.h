@@ -1,8 +1,10 @@
 /*
  * Profile "nutos-tuned": the R3 report's tuned run, TCP_MAXSEG 1460 and
- * SO_SNDBUF 1460 (reference.md R3: 343.8 KB/s vs 269.4 KB/s). Nut/OS itself
- * is not available in any reachable package registry, so this is lwIP 2.1.3
- * configured to behave as R3 describes; the discard test writes with
+ * SO_SNDBUF 1460 (343.8 KB/s vs 269.4 KB/s in Oliver Schulz's "New TCP
+ * output buffering", En-Nut-Discussion mailing list, 2004;
+ * reports/ethernut2.toml). Nut/OS itself is not available in any reachable
+ * package registry, so this is lwIP 2.1.3 configured to behave as R3
+ * describes; the discard test writes with
  *   discard <pc-ip> 8388608 1460
  * (output buffer = SO_SNDBUF = 1460, one PSH segment per chunk).
  */

@@ -1,15 +1,17 @@
 /*
- * Profile "nxdk-nvnetdrv-sndbuf-default": nxdk after PR 611 ("Replace pktdrv with
- * nvnetdrv", report R4), nvnetdrv design on the e1000 stand-in, WITHOUT the
- * PR's lwipopts.h tweak: TCP_SND_BUF stays at lwIP's default 2 * TCP_MSS = 2864
- * (the report: the tweak moved nvnetdrv TX from ~60 to 90+ Mbit/s).
+ * Profile "nxdk-nvnetdrv-sndbuf-default": nxdk after PR 611 ("Replace pktdrv
+ * with nvnetdrv", report R4, reports/xbox.toml), nvnetdrv design on the
+ * e1000 stand-in, WITHOUT the PR's lwipopts.h tweak: TCP_SND_BUF stays at
+ * lwIP's default 2 * TCP_MSS = 2864 (the report: the tweak moved nvnetdrv TX
+ * from ~60 to 90+ Mbit/s).
  *
- * The TCP figures are nxdk's (reference.md R4). nxdk builds lwIP threaded
- * (NO_SYS 0, a tcpip thread); netrepro's port runs it NO_SYS 1 from a main
- * loop, which port/lwipopts.h forces. The pool and heap sizes are not
- * nxdk's: they are set large enough that lwIP's own memory is never what
- * limits a transfer here, so the driver design and the send buffer are the
- * only differences between the nxdk profiles.
+ * The TCP figures are nxdk's (lib/net/nforceif/include/lwipopts.h in
+ * XboxDev/nxdk). nxdk builds lwIP threaded (NO_SYS 0, a tcpip thread);
+ * netrepro's port runs it NO_SYS 1 from a main loop, which port/lwipopts.h
+ * forces. The pool and heap sizes are not nxdk's: they are set large enough
+ * that lwIP's own memory is never what limits a transfer here, so the driver
+ * design and the send buffer are the only differences between the nxdk
+ * profiles.
  */
 #define NETREPRO_E1000_DRIVER NETREPRO_E1000_NVNETDRV /* nics/e1000/nvnetdrv.c */
 /* nvnetdrv's default rings (64/64); NVNETDRV_RX_RING_SIZE/NVNETDRV_TX_RING_SIZE change them. */

@@ -1,18 +1,18 @@
 /*
- * Profile "nxdk-pktdrv": nxdk before PR 611 ("Replace pktdrv with
- * nvnetdrv", report R4): the pktdrv driver design on the e1000 stand-in
- * (32-entry rings, RX polled every 5 ms with two copies per frame, one TX
- * frame in flight through a bounce buffer). The report's PR applied its
- * lwipopts.h tweak, TCP_SND_BUF = TCP_WND, to both drivers ("little impact
- * to pktdrv perf"), so the pktdrv figures are taken with it too.
+ * Profile "nxdk-pktdrv": nxdk before PR 611 ("Replace pktdrv with nvnetdrv",
+ * report R4, reports/xbox.toml): the pktdrv driver design on the e1000
+ * stand-in (32-entry rings, RX polled every 5 ms with two copies per frame,
+ * one TX frame in flight through a bounce buffer). The report's PR applied
+ * its lwipopts.h tweak, TCP_SND_BUF = TCP_WND, to both drivers ("little
+ * impact to pktdrv perf"), so the pktdrv figures are taken with it too.
  *
- * The TCP figures are nxdk's (reference.md R4). nxdk builds lwIP threaded
- * (NO_SYS 0, a tcpip thread, where pktdrv's 5 ms packet_timer runs as an
- * lwIP timeout); netrepro's port runs it NO_SYS 1 from a main loop, where
- * the same timeout runs from sys_check_timeouts(). The pool and heap sizes
- * are not nxdk's: they are set large enough that lwIP's own memory is never
- * what limits a transfer here, so the driver design is the only difference
- * from nxdk-nvnetdrv.
+ * The TCP figures are nxdk's (lib/net/nforceif/include/lwipopts.h in
+ * XboxDev/nxdk). nxdk builds lwIP threaded (NO_SYS 0, a tcpip thread, where
+ * pktdrv's 5 ms packet_timer runs as an lwIP timeout); netrepro's port runs
+ * it NO_SYS 1 from a main loop, where the same timeout runs from
+ * sys_check_timeouts(). The pool and heap sizes are not nxdk's: they are set
+ * large enough that lwIP's own memory is never what limits a transfer here,
+ * so the driver design is the only difference from nxdk-nvnetdrv.
  */
 #define NETREPRO_E1000_DRIVER NETREPRO_E1000_PKTDRV /* nics/e1000/pktdrv.c */
 

@@ -1,6 +1,7 @@
 /*
  * Ethernut 2 facts the generated board_config.h does not carry
- * (reference.md R3; the simavr host platforms/ethernut2 models the same).
+ * (egnite's Ethernut 2 hardware manual; the simavr host platforms/ethernut2
+ * models the same).
  */
 #ifndef BOARD_DEFS_H
 #define BOARD_DEFS_H

@@ -2,7 +2,7 @@
 # stand-in for the OpenMV RT1060 (i.MX RT1062, also a Cortex-M7).
 # QEMU's cortex-m7 has the double-precision FPv5 FPU, so the hard-float ABI
 # with fpv5-d16 (the v7e-m+dp multilib); the FPU is enabled in the reset handler.
-include $(FW_DIR)/boards/cortex-m/cortex-m.mk
+ARCH := cortex-m
 CPU_FLAGS := -mcpu=cortex-m7 -mthumb -mfpu=fpv5-d16 -mfloat-abi=hard
-BOARD_SRCS := $(CORTEXM_SRCS)
+BOARD_SRCS := $(FW_DIR)/arch/cortex-m/cmsdk_uart.c
 BOARD_LDSCRIPT := $(BOARD_DIR)/board.ld

@@ -10,7 +10,7 @@
 
 #include "nr_board.h"
 #include "board_defs.h"
-#include "x86.h"
+#include "x86/io.h"
 
 void console_init(void);
 void console_irq_handler(void);

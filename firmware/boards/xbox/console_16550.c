@@ -2,7 +2,7 @@
  * Console on COM1, the 16550 UART QEMU connects to -serial stdio.
  *
  * TX is polled and sends lines ending in a bare '\n' (the host tty turns it
- * into "\r\n"; see boards/cortex-m/console_uart.c).
+ * into "\r\n"; see arch/cortex-m/cmsdk_uart.c).
  *
  * RX is interrupt driven into a ring buffer. QEMU's 16550 stops taking
  * input from the host while its FIFO is full, so nothing is lost as long as
@@ -12,7 +12,7 @@
  */
 #include "nr_board.h"
 #include "board_defs.h"
-#include "x86.h"
+#include "x86/io.h"
 #include "nr_console_ring.h"
 
 #define UART_RBR (COM1_PORT + 0u)

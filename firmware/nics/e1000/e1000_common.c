@@ -8,7 +8,7 @@
 #include "board_config.h"
 #include "nr_board.h"
 #include "nr_printf.h"
-#include "pci.h"
+#include "x86/pci.h"
 #include "e1000_drv.h"
 
 #define LINK_POLL_MS 1000u

@@ -1,6 +1,7 @@
 /*
- * The "nvnetdrv" design (nxdk PR 611, reference.md R4), rebuilt over the
- * e1000:
+ * The "nvnetdrv" design (nxdk's lib/net/nvnetdrv, added by nxdk pull request
+ * 611 "Replace pktdrv with nvnetdrv", github.com/XboxDev/nxdk), rebuilt over
+ * the e1000:
  *
  *  - Rings of NVNETDRV_RX_RING_SIZE / NVNETDRV_TX_RING_SIZE descriptors,
  *    64/64 by default, settable by the profile.
@@ -30,7 +31,7 @@
 #include "netif/ethernet.h"
 
 #include "nr_board.h"
-#include "x86.h"
+#include "x86/io.h"
 
 #ifndef NVNETDRV_RX_RING_SIZE
 #define NVNETDRV_RX_RING_SIZE 64 /* nxdk nvnetdrv default */

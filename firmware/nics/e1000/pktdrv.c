@@ -1,6 +1,6 @@
 /*
- * The "pktdrv" design (nxdk's driver before PR 611, reference.md R4),
- * rebuilt over the e1000:
+ * The "pktdrv" design (nxdk's lib/net/pktdrv, its driver before nxdk pull
+ * request 611, github.com/XboxDev/nxdk), rebuilt over the e1000:
  *
  *  - 32 RX and 32 TX descriptors (nxdk NBBUFF), RX buffers of 2 KiB.
  *  - No RX interrupt: an lwIP timeout every 5 ms (nxdk's packet_timer,
@@ -28,7 +28,7 @@
 #include "netif/ethernet.h"
 
 #include "nr_board.h"
-#include "x86.h"
+#include "x86/io.h"
 
 #define PKTDRV_RING       32u  /* nxdk pktdrv NBBUFF: RX and TX descriptors */
 #define PKTDRV_POLL_MS    5u   /* nxdk PKT_TMR_INTERVAL */

@@ -1,7 +1,7 @@
 /*
  * lwIP netif driver for the SMSC LAN91C111 on the Ethernut 2's 8-bit XMEM
- * bus (reference.md R3). Everything is byte-wide PIO, as the Ethernut's own
- * driver does it: 16-bit registers are written low byte then high byte, and
+ * bus (the board of reports/ethernut2.toml). Everything is byte-wide PIO, as
+ * Nut/OS's own LAN91C111 driver (dev/lanc111.c) does it on that board: 16-bit registers are written low byte then high byte, and
  * frames move one byte per access through the auto-incrementing data
  * register.
  *

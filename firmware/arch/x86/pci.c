@@ -1,10 +1,11 @@
 /*
- * PCI configuration mechanism #1. QEMU's pc machine has a single bus, and
- * SeaBIOS has assigned the BARs and routed the interrupt lines before the
- * multiboot kernel starts, so reading them back is all that is needed.
+ * PCI configuration mechanism #1, bus 0 only (QEMU's pc machine has a single
+ * bus). A PC BIOS (SeaBIOS in QEMU) has assigned the BARs and routed the
+ * interrupt lines before a multiboot kernel starts, so reading them back is
+ * all that is needed.
  */
-#include "pci.h"
-#include "x86.h"
+#include "x86/pci.h"
+#include "x86/io.h"
 
 #define PCI_CONFIG_ADDRESS 0xCF8u
 #define PCI_CONFIG_DATA    0xCFCu

@@ -13,7 +13,7 @@
  */
 #include "nr_board.h"
 #include "board_defs.h"
-#include "cortexm.h"
+#include "cortex-m/regs.h"
 #include "nr_console_ring.h"
 
 #define UART_DATA      REG32(CONSOLE_UART_BASE + 0x00u)

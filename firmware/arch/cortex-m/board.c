@@ -4,7 +4,7 @@
  */
 #include "nr_board.h"
 #include "board_defs.h"
-#include "cortexm.h"
+#include "cortex-m/regs.h"
 
 void console_init(void);
 

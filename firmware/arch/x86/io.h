@@ -1,9 +1,9 @@
 /*
- * Port I/O and the few privileged instructions the xbox board code and the
- * e1000 driver need.
+ * x86 port I/O and the compiler barrier DMA rings need: used by the x86
+ * boards (console, interrupt controller) and the PCI NIC drivers.
  */
-#ifndef XBOX_X86_H
-#define XBOX_X86_H
+#ifndef ARCH_X86_IO_H
+#define ARCH_X86_IO_H
 
 #include <stdint.h>
 

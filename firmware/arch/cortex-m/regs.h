@@ -2,8 +2,8 @@
  * Cortex-M system registers used by the boards (the same addresses on
  * Armv7-M, e.g. the M7, and Armv8-M Mainline, e.g. the M55).
  */
-#ifndef BOARD_CORTEXM_H
-#define BOARD_CORTEXM_H
+#ifndef ARCH_CORTEX_M_REGS_H
+#define ARCH_CORTEX_M_REGS_H
 
 #include <stdint.h>
 

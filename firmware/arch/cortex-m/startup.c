@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "board_defs.h"
-#include "cortexm.h"
+#include "cortex-m/regs.h"
 
 extern uint32_t __stack_top[], __stack_limit[];
 extern uint32_t __data_load[], __data_start[], __data_end[];

@@ -2,8 +2,8 @@
  * PCI configuration mechanism #1 (ports 0xCF8/0xCFC): enough to find a
  * device on bus 0 and read its BARs and interrupt line.
  */
-#ifndef XBOX_PCI_H
-#define XBOX_PCI_H
+#ifndef ARCH_X86_PCI_H
+#define ARCH_X86_PCI_H
 
 #include <stdint.h>
 

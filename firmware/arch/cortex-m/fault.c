@@ -5,7 +5,7 @@
  */
 #include <stdint.h>
 
-#include "cortexm.h"
+#include "cortex-m/regs.h"
 
 void console_putc_polled(char c);
 void fault_report(const uint32_t *frame, uint32_t ipsr);
