@@ -117,6 +117,10 @@ class Console:
         forced = _pairs(self.command("opts")).get("FORCED", "")
         return [name for name in forced.split(",") if name]
 
+    def uptime_ms(self) -> int:
+        """Milliseconds since boot, on the board's own clock."""
+        return int(_pairs(self.command("uptime"))["ms"])
+
     def stats(self) -> dict[str, int]:
         return {k: int(v) for k, v in _pairs(self.command("stats")).items() if v.lstrip("-").isdigit()}
 

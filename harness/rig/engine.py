@@ -22,6 +22,7 @@ from harness.core.errors import NetreproError
 from harness.core.native import build_tool
 from harness.core.process import spawn_console, stop
 from harness.rig.console import Console
+from harness.rig.devicetime import DeviceTime
 from harness.rig.platform import Platform
 
 
@@ -37,7 +38,8 @@ class QemuEngine:
     """One QEMU process running one firmware image; a context manager that always cleans up."""
 
     def __init__(self, platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
-                 nic: NicBackend | None = None) -> None:
+                 nic: NicBackend | None = None, time: DeviceTime | None = None) -> None:
+        self.time = time or DeviceTime("host")
         self.platform = platform
         self.elf = elf
         self.run_dir = run_dir
@@ -57,7 +59,7 @@ class QemuEngine:
             argv += ["-cpu", str(engine["cpu"])]
         if "memory" in engine:
             argv += ["-m", str(engine["memory"])]
-        argv += self._nic_args() + list(engine.get("extra_args", []))
+        argv += self._nic_args() + self.time.qemu_args() + list(engine.get("extra_args", []))
         return argv
 
     def _nic_args(self) -> list[str]:
@@ -101,6 +103,10 @@ class QemuEngine:
             return (rest.strip().splitlines() or ["no output"])[-1]
         return "no output"
 
+    @property
+    def pid(self) -> int | None:
+        return self.child.pid if self.child is not None else None
+
     def status(self) -> str:
         """QEMU's run state as QMP reports it ('running', 'paused', ...)."""
         if self.qmp is None:
@@ -141,7 +147,8 @@ class SimavrBoardHost:
     """
 
     def __init__(self, platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
-                 nic: NicBackend | None = None) -> None:
+                 nic: NicBackend | None = None, time: DeviceTime | None = None) -> None:
+        self.time = time or DeviceTime("host")
         self.platform = platform
         self.elf = elf
         self.run_dir = run_dir
@@ -163,7 +170,8 @@ class SimavrBoardHost:
         # Without a link (netrepro boot) the NIC still needs its socket; frames go nowhere.
         nic = self.nic or NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "nowhere.sock")
         return [str(self.host()), "--elf", str(self.elf), "--local", str(nic.local), "--remote", str(nic.remote),
-                "--mac", self.platform.nic["mac"], "--freq", str(int(self.platform.firmware["cpu_hz"]))]
+                "--mac", self.platform.nic["mac"], "--freq", str(int(self.platform.firmware["cpu_hz"])),
+                "--dilation", f"{self.time.dilation:.6f}"]
 
     def start(self, timeout: float = 30.0) -> Console:
         """Start the board host and return the firmware console once the banner and prompt are seen."""
@@ -190,6 +198,10 @@ class SimavrBoardHost:
             lines = self.host_log.read_text(errors="replace").strip().splitlines()
             return lines[-1].removeprefix("netrepro-ethernut: ") if lines else ""
         return ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.child.pid if self.child is not None else None
 
     def status(self) -> str:
         return "running" if self.child is not None and self.child.isalive() else "stopped"
@@ -233,6 +245,8 @@ class Engine(Protocol):
     def start(self, timeout: float = 30.0) -> Console: ...
     def stop(self) -> None: ...
     def status(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
     def clock_report(self) -> dict[str, float] | None: ...
 
 
@@ -240,7 +254,7 @@ ENGINES: dict[str, type[QemuEngine] | type[SimavrBoardHost]] = {"qemu": QemuEngi
 
 
 def make_engine(platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
-                nic: NicBackend | None = None) -> Engine:
+                nic: NicBackend | None = None, time: DeviceTime | None = None) -> Engine:
     """The engine the platform's description names."""
     kind = platform.engine["kind"]
-    return ENGINES[kind](platform, elf, run_dir, sock_dir, nic)
+    return ENGINES[kind](platform, elf, run_dir, sock_dir, nic, time)

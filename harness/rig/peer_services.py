@@ -44,26 +44,27 @@ def _write(out: str, report: dict[str, Any]) -> None:
 
 
 class _PerSecond:
-    """Byte counts per whole second since a start time."""
+    """Byte counts per second of the board's time (`bucket_s` wall seconds) since a start time."""
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, start: float, bucket_s: float = 1.0) -> None:
         self.start = start
+        self.bucket_s = bucket_s
         self.buckets = [0]
 
     def add(self, now: float, nbytes: int) -> None:
-        second = int(now - self.start)
+        second = int((now - self.start) / self.bucket_s)
         self.buckets.extend([0] * (second + 1 - len(self.buckets)))
         self.buckets[second] += nbytes
 
 
-def discard(port: int, out: str, accept_timeout: float) -> int:
+def discard(port: int, out: str, accept_timeout: float, bucket_s: float = 1.0) -> int:
     """Read one connection to EOF; report bytes, per-second bytes, first/last byte and EOF times."""
     accepted = _accept(port, out, accept_timeout)
     if accepted is None:
         return 1
     conn, peer = accepted
     start = time.monotonic()
-    total, per_second, first, last = 0, _PerSecond(start), None, start
+    total, per_second, first, last = 0, _PerSecond(start, bucket_s), None, start
     with conn:
         while True:
             data = conn.recv(65536)
@@ -80,7 +81,8 @@ def discard(port: int, out: str, accept_timeout: float) -> int:
     return 0
 
 
-def source(port: int, out: str, accept_timeout: float, seconds: float | None, nbytes: int | None) -> int:
+def source(port: int, out: str, accept_timeout: float, seconds: float | None, nbytes: int | None,
+           bucket_s: float = 1.0) -> int:
     """Send for `seconds` or exactly `nbytes`, half-close, wait for the board to close too.
 
     A board that stops reading and closes early resets the connection; that ends the sending
@@ -92,7 +94,7 @@ def source(port: int, out: str, accept_timeout: float, seconds: float | None, nb
     conn, peer = accepted
     payload = os.urandom(_SEND_CHUNK)
     start = time.monotonic()
-    per_second = _PerSecond(start)
+    per_second = _PerSecond(start, bucket_s)
     reset, sent_s = False, None
     with conn:
         try:
@@ -132,14 +134,15 @@ class PeerService:
     accept_timeout: float = 60.0
     seconds: float | None = None    # source: send for this long ...
     bytes: int | None = None        # ... or exactly this many bytes
+    bucket_s: float = 1.0           # wall seconds per reported second (one second of the board's time)
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "harness.rig.peer_services", json.dumps(asdict(self))]
 
     def serve(self) -> int:
         if self.service == "source":
-            return source(self.port, self.out, self.accept_timeout, self.seconds, self.bytes)
-        return discard(self.port, self.out, self.accept_timeout)
+            return source(self.port, self.out, self.accept_timeout, self.seconds, self.bytes, self.bucket_s)
+        return discard(self.port, self.out, self.accept_timeout, self.bucket_s)
 
 
 def main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.core.errors import NetreproError
 from harness.core.paths import PROJECT_ROOT
+from harness.rig.devicetime import CpuModel
 
 # section -> {key: required?}; a section marked required must be present.
 _SCHEMA: dict[str, dict[str, bool]] = {
@@ -32,6 +33,7 @@ _SCHEMA: dict[str, dict[str, bool]] = {
     "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False, "wire_rate": False,
             "rx_burst_frames": False, "rx_overflow": False, "rx_overflow_frames": False,
             "qemu_model": False},
+    "cpu": {"clock_mhz": True, "ipc": True, "host_mips": True, "source": True},
     "links": {},
     "profiles": {"default": True, "known": True},
 }
@@ -65,6 +67,7 @@ class Platform:
     links: dict[str, dict[str, Any]]
     default_profile: str
     profiles: list[str] = field(default_factory=list)
+    cpu: CpuModel | None = None       # the real part's speed, for device time
 
     def with_nic(self, **changes: Any) -> Platform:
         """The same board with some [nic] keys changed (e.g. rx_overflow="hold" for one run)."""
@@ -146,7 +149,7 @@ def _parse(path: Path, data: dict[str, Any]) -> Platform:
         real=data["real"], stand_in=data["stand_in"], engine=data["engine"], firmware=data["firmware"],
         memory=_regions(path, data["memory"]), console=data["console"], nic=data["nic"],
         links=_links(path, data.get("links", {})), default_profile=profiles["default"],
-        profiles=list(profiles["known"]),
+        profiles=list(profiles["known"]), cpu=_cpu(path, data.get("cpu")),
     )
 
 
@@ -162,6 +165,16 @@ def _check_keys(path: Path, section: str, table: dict[str, Any]) -> None:
     for key, required in schema.items():
         if required and key not in table:
             raise NetreproError(f"{path}: missing key '{where}{key}'", "add it (see platforms/openmv-n6.toml)")
+
+
+def _cpu(path: Path, table: dict[str, Any] | None) -> CpuModel | None:
+    if table is None:
+        return None
+    for key in ("clock_mhz", "ipc", "host_mips"):
+        value = table[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise NetreproError(f"{path}: cpu.{key} {value!r} is not a positive number", "fix the number")
+    return CpuModel(float(table["clock_mhz"]), float(table["ipc"]), float(table["host_mips"]), str(table["source"]))
 
 
 def _regions(path: Path, table: dict[str, Any]) -> dict[str, MemoryRegion]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -18,6 +19,7 @@ from harness.core.progress import Progress
 from harness.link import Link, LinkCounters, LinkSpec, parse_rate
 from harness.rig.build import Firmware
 from harness.rig.console import Console
+from harness.rig.devicetime import DeviceTime
 from harness.rig.engine import Engine, NicBackend, make_engine
 from harness.rig.peer import TAP_NAME, Addresses, Namespace
 from harness.rig.platform import Platform
@@ -41,7 +43,7 @@ class Session:
 
     def __init__(self, platform: Platform, firmware: Firmware, run_dir: Path, link_spec: LinkSpec,
                  addresses: Addresses | None = None, progress: Progress | None = None,
-                 boot_timeout: float = 60.0) -> None:
+                 boot_timeout: float = 60.0, time: DeviceTime | None = None) -> None:
         self.platform = platform
         self.firmware = firmware
         self.run_dir = run_dir
@@ -50,6 +52,7 @@ class Session:
         self.addresses = addresses or Addresses()
         self.progress = progress or Progress(quiet=True)
         self.boot_timeout = boot_timeout
+        self.time = time or DeviceTime("host")
         self.sock_dir: Path | None = None
         self.namespace: Namespace | None = None
         self.link: Link | None = None
@@ -91,10 +94,19 @@ class Session:
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "
                            f"{self.platform.engine['kind']} {self.platform.engine['machine']}")
-        self.engine = make_engine(self.platform, self.firmware.elf, self.run_dir, self.sock_dir, nic)
+        self.engine = make_engine(self.platform, self.firmware.elf, self.run_dir, self.sock_dir, nic, self.time)
         self.console = self.engine.start(timeout=self.boot_timeout)
         self.console.ip(self.addresses.device, self.addresses.prefix, self.addresses.peer)
         (self.run_dir / "options.json").write_text(json.dumps(self.console.opts(), indent=2) + "\n")
+
+    def realtime_priority(self) -> bool:
+        """Whether the engine runs with real-time priority (root only; without it, only device time
+        keeps the figures independent of what else the host runs)."""
+        pid = self.engine.pid if self.engine is not None else None
+        try:
+            return pid is not None and os.sched_getscheduler(pid) == os.SCHED_FIFO
+        except OSError:
+            return False
 
     def close(self) -> None:
         """Stop the board, then the link (which writes its counters), then the namespace."""

@@ -16,11 +16,12 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.core.errors import NetreproError
 from harness.core.process import stop
+from harness.rig.devicetime import DeviceTime
 from harness.rig.peer_services import PeerService
 from harness.rig.session import Session
 
@@ -66,6 +67,13 @@ class Transfer:
     def mbps(self) -> float:
         return self.bytes * 8 / self.seconds / 1e6 if self.seconds > 0 else 0.0
 
+    def in_board_time(self, time: DeviceTime) -> Transfer:
+        """A transfer the peer timed against the wall clock, in the board's time (bytes stay as they are)."""
+        if time.dilation == 1.0:
+            return self
+        return replace(self, seconds=self.seconds / time.dilation,
+                       per_second_mbps=[time.board_mbps(x) for x in self.per_second_mbps])
+
 
 def run_workload(rig: Session, workload: Workload) -> list[Transfer]:
     """Run the workload on a started rig; one Transfer per direction measured."""
@@ -87,22 +95,27 @@ def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
     return _peer_client(rig, workload, flags, f"{name}peer-iperf-client.csv")
 
 
-def _amount(workload: Workload) -> list[str]:
-    return ["-n", str(workload.bytes)] if workload.bytes else ["-t", f"{workload.seconds:g}"]
+def _peer_amount(workload: Workload, time: DeviceTime) -> list[str]:
+    """iperf's amount and report interval, on the wall clock: one report per second of the board's time."""
+    interval = ["-i", f"{time.wall_s(1.0):.4g}"]
+    return ["-n", str(workload.bytes), *interval] if workload.bytes else \
+        ["-t", f"{time.wall_s(workload.seconds):.4g}", *interval]
 
 
-def _budget(workload: Workload, legs: int = 1) -> float:
-    return legs * (workload.seconds if not workload.bytes else max(workload.seconds, 60.0)) + _SLACK_S
+def _budget(rig: Session, workload: Workload, legs: int = 1) -> float:
+    """How long to wait on the wall clock for the workload to end."""
+    board_s = legs * (workload.seconds if not workload.bytes else max(workload.seconds, 60.0))
+    return rig.time.wall_s(board_s) + _SLACK_S
 
 
 def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: str) -> list[Transfer]:
     rig.console.command("iperf server")
-    argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *_amount(workload), "-i", "1",
+    argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *_peer_amount(workload, rig.time),
             "-y", "C", *flags]
     legs = 2 if workload.name == "rr" else 1
-    proc = rig.namespace.run(argv, timeout=_budget(workload, legs), check=False)
+    proc = rig.namespace.run(argv, timeout=_budget(rig, workload, legs), check=False)
     (rig.run_dir / log_name).write_text(proc.stdout + proc.stderr)
-    transfers = parse_iperf_csv(proc.stdout, rig.addresses.device)
+    transfers = [t.in_board_time(rig.time) for t in parse_iperf_csv(proc.stdout, rig.addresses.device)]
     if proc.returncode != 0 or not transfers:
         raise NetreproError(f"iperf against the board failed: {(proc.stderr or proc.stdout).strip()[-200:]}",
                             f"see {rig.run_dir / log_name} and the console log")
@@ -111,13 +124,13 @@ def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: s
 
 def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
     log = open(rig.run_dir / log_name, "w")  # noqa: SIM115
-    server = rig.namespace.popen(["iperf", "-s", "-p", str(IPERF_PORT), "-i", "1", "-y", "C"],
+    server = rig.namespace.popen(["iperf", "-s", "-p", str(IPERF_PORT), "-i", f"{rig.time.wall_s(1.0):.4g}", "-y", "C"],
                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         _wait_listening(rig, IPERF_PORT)
         amount = f"-n {workload.bytes}" if workload.bytes else f"-t {workload.seconds:g}"
         rig.console.command(f"iperf client {rig.addresses.peer} -p {IPERF_PORT} {amount}")
-        event = rig.console.wait_event("IPERF", timeout=_budget(workload), role="client")
+        event = rig.console.wait_event("IPERF", timeout=_budget(rig, workload), role="client")
         if event.fields.get("report") == "error":
             raise NetreproError(f"the board's iperf client failed: {event.fields}", "see the console log")
         time.sleep(0.5)  # the server prints its summary when the connection closes
@@ -125,7 +138,7 @@ def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
         stop(server, grace_s=2.0)
         log.close()
     seen = parse_iperf_csv((rig.run_dir / log_name).read_text(), rig.addresses.device)
-    transfers = [t for t in seen if t.direction == "tx"]
+    transfers = [t.in_board_time(rig.time) for t in seen if t.direction == "tx"]
     if not transfers:
         raise NetreproError("the peer's iperf server saw no transfer from the board", f"see {rig.run_dir / log_name}")
     return transfers[0]
@@ -134,9 +147,10 @@ def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
 def _discard(rig: Session, workload: Workload, out_name: str) -> Transfer:
     total = workload.bytes or DISCARD_BYTES
     out = rig.run_dir / out_name
-    with _peer_service(rig, PeerService("discard", str(out), accept_timeout=_budget(workload))) as server:
+    with _peer_service(rig, PeerService("discard", str(out), accept_timeout=_budget(rig, workload),
+                                          bucket_s=rig.time.wall_s(1.0))) as server:
         rig.console.command(f"discard {rig.addresses.peer} {total} {workload.chunk}")
-        event = rig.console.wait_event("DISCARD", timeout=max(_budget(workload), total * 8 / 1e5))
+        event = rig.console.wait_event("DISCARD", timeout=max(_budget(rig, workload), rig.time.wall_s(total * 8 / 1e5)))
         if "error" in event.fields:
             raise NetreproError(f"the board's discard sender failed: {event.fields['error']}", "see the console log")
         server.wait(timeout=_SLACK_S)
@@ -144,7 +158,7 @@ def _discard(rig: Session, workload: Workload, out_name: str) -> Transfer:
     if seen.get("bytes") != total:
         raise NetreproError(f"the peer's discard service got {seen.get('bytes')} of {total} bytes",
                             f"see {out} and the console log")
-    per_second = [b * 8 / 1e6 for b in seen["per_second_bytes"]]
+    per_second = [b * 8 / 1e6 for b in seen["per_second_bytes"]]  # bytes per second of the board's time
     return Transfer("tx", total, event.number("ms") / 1000.0, per_second, source="device SYN..FIN")
 
 
@@ -152,14 +166,15 @@ def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transf
     """The device's socket benchmark against the peer's sink (sock-tx) or source (sock-rx)."""
     direction = workload.name.removeprefix("sock-")
     out = rig.run_dir / out_name
-    service = PeerService("sink" if direction == "tx" else "source", str(out), SOCK_PORT, _budget(workload),
-                          seconds=None if workload.bytes else workload.seconds, bytes=workload.bytes)
+    service = PeerService("sink" if direction == "tx" else "source", str(out), SOCK_PORT, _budget(rig, workload),
+                          seconds=None if workload.bytes else rig.time.wall_s(workload.seconds), bytes=workload.bytes,
+                          bucket_s=rig.time.wall_s(1.0))
     with _peer_service(rig, service) as server:
         device_amount = f"-n {workload.bytes}" if workload.bytes else f"-t {workload.seconds:g}"
         size_flag = "-w" if direction == "tx" else "-r"
         rig.console.command(f"sock {direction} {rig.addresses.peer} {SOCK_PORT} {device_amount} "
                             f"{size_flag} {workload.chunk}")
-        event = rig.console.wait_event("SOCK", timeout=_budget(workload), dir=direction)
+        event = rig.console.wait_event("SOCK", timeout=_budget(rig, workload), dir=direction)
         if "error" in event.fields:
             raise NetreproError(f"the board's socket benchmark failed: {event.fields['error']}",
                                 "see the console log")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,14 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import Firmware, build_firmware
+from harness.rig.devicetime import DeviceTime
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, resolve_profile
 from harness.rig.session import Session
 from harness.rig.workload import DEVICE_SENDS, DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload
+
+LAG_FLOOR_MS = 20.0   # the board's clock may trail wall time / D by this much (one console round trip) ...
+LAG_SHARE = 0.01      # ... or by 1 % of the interval, before the host counts as having fallen behind
 
 
 @dataclass
@@ -45,6 +49,7 @@ class RunResult:
     bytes: int | dict[str, int] | None = None
     seconds: float | dict[str, float] | None = None
     link_counters: dict[str, Any] = field(default_factory=dict)
+    time: dict[str, Any] = field(default_factory=dict)  # device time: dilation, rates, whether the host lagged
     engine_clock: dict[str, float] | None = None  # simavr: how closely simulated time tracked the wall clock
     device_stats: dict[str, int] = field(default_factory=dict)
     boot_seconds: float | None = None
@@ -100,12 +105,13 @@ class RunPlan:
     link: LinkSpec
     workload: Workload
     boot_timeout: float = 60.0
+    time: DeviceTime = field(default_factory=lambda: DeviceTime("host"))
 
     def execute(self, run_dir: Path, progress: Progress | None = None) -> RunResult:
         """Run the workload on a freshly booted board; the result is saved even when the run fails."""
         progress = progress or Progress(quiet=True)
         rig = Session(self.platform, self.firmware, run_dir, self.link, progress=progress,
-                      boot_timeout=self.boot_timeout)
+                      boot_timeout=self.boot_timeout, time=self.time)
         result = RunResult(platform=self.platform.name, profile=self.firmware.profile.name,
                            lwip_version=self.firmware.lwip_version, link=rig.link_run.as_dict(),
                            workload=self.workload.describe(), run_dir=str(run_dir),
@@ -118,7 +124,9 @@ class RunPlan:
                 result.options = rig.console.opts()
                 progress.step(f"running {self.workload.name} ({_amount(self.workload)}) over link "
                               f"{_link_text(result.link)}")
+                clock = BoardClock.read(rig)
                 result.record(run_workload(rig, self.workload), two_way=self.workload.name in TWO_WAY)
+                result.time = clock.judge(rig, self.time).as_dict()
                 result.device_stats = rig.console.stats()
             result.status = "passed"
         except NetreproError as exc:
@@ -137,6 +145,31 @@ class RunPlan:
         analyse_run(result)
         result.save()
         return result
+
+
+@dataclass(frozen=True)
+class BoardClock:
+    """The board's uptime and the wall clock at the start of the measured interval."""
+
+    board_ms: int
+    wall_s: float
+
+    @classmethod
+    def read(cls, rig: Session) -> BoardClock:
+        return cls(rig.console.uptime_ms(), time.monotonic())
+
+    def judge(self, rig: Session, planned: DeviceTime) -> DeviceTime:
+        """The run's device time with the lag found: the board's clock behind wall time / D at the end.
+
+        A host that could not execute the board at its planned rate leaves the board's clock behind
+        (QEMU's -icount align, the simavr host's pacing): its timing, and so every figure, is wrong.
+        """
+        board_s = (rig.console.uptime_ms() - self.board_ms) / 1000
+        expected_s = (time.monotonic() - self.wall_s) / planned.dilation
+        lag_ms = max(0.0, (expected_s - board_s) * 1000)
+        lagged = planned.device and lag_ms > max(LAG_FLOOR_MS, LAG_SHARE * expected_s * 1000)
+        return replace(planned, host_lagged=lagged, max_lag_ms=round(lag_ms, 1),
+                       realtime_priority=rig.realtime_priority())
 
 
 def analyse_run(result: RunResult) -> CaptureAnalysis:

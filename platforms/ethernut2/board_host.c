@@ -43,6 +43,8 @@
 static avr_t *avr;
 static lan91c111_t lan;
 static uint32_t freq = 14745600;
+/* device time: wall seconds per simulated second (1: real time); the link stretches by the same D */
+static double dilation = 1.0;
 static int sock = -1;
 static struct sockaddr_un remote_addr;
 static socklen_t remote_len;
@@ -343,7 +345,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: netrepro-ethernut --elf FILE --local PATH --remote PATH --mac 02:00:00:00:00:01\n"
-		"                         [--freq HZ] [--no-throttle] [--self-test-only]\n");
+		"                         [--freq HZ] [--dilation D] [--no-throttle] [--self-test-only]\n");
 }
 
 /* An idle AVR (SLEEP) is advanced by simavr to the next timer; the default
@@ -363,6 +365,7 @@ int main(int argc, char **argv)
 		{"remote", required_argument, 0, 'r'},
 		{"mac", required_argument, 0, 'm'},
 		{"freq", required_argument, 0, 'f'},
+		{"dilation", required_argument, 0, 'd'},
 		{"no-throttle", no_argument, 0, 'n'},
 		{"self-test-only", no_argument, 0, 's'},
 		{"help", no_argument, 0, 'h'},
@@ -376,6 +379,7 @@ int main(int argc, char **argv)
 		case 'r': remote = optarg; break;
 		case 'm': mac_s = optarg; break;
 		case 'f': freq = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'd': dilation = strtod(optarg, NULL); break;
 		case 'n': throttle = 0; break;
 		case 's': test_only = 1; break;
 		case 'h': usage(); return 0;
@@ -383,7 +387,7 @@ int main(int argc, char **argv)
 		}
 	}
 	uint8_t mac[6];
-	if (!elf || parse_mac(mac_s, mac) < 0 || !freq || (!test_only && (!local || !remote))) {
+	if (!elf || parse_mac(mac_s, mac) < 0 || !freq || !(dilation > 0) || (!test_only && (!local || !remote))) {
 		usage();
 		return 2;
 	}
@@ -488,10 +492,10 @@ int main(int argc, char **argv)
 			flush_out();
 		if (throttle) {
 			double sim = (double)(avr->cycle - c0) / freq;
-			double wall = now_s() - t0;
+			double wall = (now_s() - t0) / dilation;  /* in simulated seconds */
 			double d = sim - wall;
 			if (d > 0.0002) {
-				struct timespec ts = {0, (long)(d * 1e9)};
+				struct timespec ts = {0, (long)(d * dilation * 1e9)};
 				nanosleep(&ts, NULL);
 			} else {
 				/* the host is behind: no sleep, run free until simulated
@@ -505,7 +509,7 @@ int main(int argc, char **argv)
 	}
 	flush_out();
 	double sim = (double)(avr->cycle - c0) / freq;
-	double wall = now_s() - t0;
+	double wall = (now_s() - t0) / dilation;  /* in simulated seconds, as the pacing sees it */
 	fprintf(stderr,
 		"netrepro-ethernut: %s; simulated %.3f s, wall %.3f s (%.2f%%), speed %.2f MHz-equivalent, "
 		"max lag %.1f ms, %llu of %llu 100-us slices more than 1 ms late; xmem extra cycles %llu; "

@@ -1,0 +1,127 @@
+"""Device time: the board runs at its modelled CPU speed, and everything it perceives as time follows it.
+
+The real part executes `model_mips` million instructions per second. The host can execute the
+emulated core at some lower sustained rate, `host_mips`. Run at that rate, one second of the
+board's time lasts D = model_mips / host_mips seconds of wall time (the dilation). The board's
+tick, the link's delays and rates, the pacing into the NIC and the peer's durations are all
+stretched by D, so the board sees a world in which its core runs at the real part's speed, and a
+figure measures the board, not the host (the time-dilation technique of Gupta et al., "To
+Infinity and Beyond: Time-Warped Network Emulation", NSDI 2006).
+
+QEMU counts instructions (`-icount shift=S,align=on,sleep=on`): the guest executes 2^-S
+instructions per nanosecond of its virtual clock, i.e. 1000 / 2^S MIPS, and `align=on` keeps the
+virtual clock in step with the wall clock (QEMU prints "The guest is now late by ..." when the host
+cannot keep up). So a QEMU board's host rate is one of 1000, 500, 250, 125, ... MIPS.
+
+simavr is cycle-accurate; its board host paces simulated cycles to the wall clock divided by D.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass
+
+from harness.core.errors import NetreproError
+
+TIME_MODES = ("device", "host")
+HOST_MIPS_ENV = "NETREPRO_HOST_MIPS"
+MAX_ICOUNT_SHIFT = 10  # 1000 / 2^10 ~ 1 MIPS: slower than that, a run would take hours
+
+
+@dataclass(frozen=True)
+class CpuModel:
+    """The real part's speed, from the platform description's [cpu] table (a model parameter)."""
+
+    clock_mhz: float
+    ipc: float            # instructions per cycle assumed for network code
+    host_mips: float      # the rate this host sustains for this board (cycles/s for simavr), measured
+    source: str           # where the clock and the IPC assumption come from
+
+    @property
+    def model_mips(self) -> float:
+        return self.clock_mhz * self.ipc
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    """How one run relates the board's time to the wall clock; result.json's `time` object."""
+
+    mode: str                        # "device" or "host" (free-running: figures depend on the host)
+    dilation: float = 1.0            # D: wall seconds per second of the board's time
+    model_mips: float | None = None
+    host_mips: float | None = None
+    icount_shift: int | None = None  # QEMU's -icount shift (None: not counting instructions)
+    realtime_priority: bool | None = None
+    host_lagged: bool = False
+    max_lag_ms: float = 0.0
+
+    @property
+    def device(self) -> bool:
+        return self.mode == "device"
+
+    def wall_s(self, board_s: float) -> float:
+        """How long `board_s` seconds of the board's time take on the wall clock."""
+        return board_s * self.dilation
+
+    def board_mbps(self, wall_mbps: float) -> float:
+        """A rate measured against the wall clock (e.g. by iperf on the peer), in the board's time."""
+        return wall_mbps * self.dilation
+
+    def qemu_args(self) -> list[str]:
+        if self.icount_shift is None:
+            return []
+        return ["-icount", f"shift={self.icount_shift},align=on,sleep=on"]
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def icount_shift(host_mips: float) -> int:
+    """The -icount shift whose rate (1000 / 2^S MIPS) is the fastest not above host_mips."""
+    if host_mips <= 0 or not math.isfinite(host_mips):
+        raise NetreproError(f"bad host rate {host_mips!r} MIPS", "give a positive number, e.g. --host-mips 250")
+    shift = max(0, math.ceil(math.log2(1000.0 / host_mips) - 1e-9))
+    if shift > MAX_ICOUNT_SHIFT:
+        raise NetreproError(f"a host rate of {host_mips:g} MIPS is too slow to emulate with",
+                            f"give at least {1000 / 2 ** MAX_ICOUNT_SHIFT:.2f} MIPS")
+    return shift
+
+
+def plan_time(engine_kind: str, cpu: CpuModel | None, mode: str = "device", mips: float | None = None,
+              host_mips: float | None = None) -> DeviceTime:
+    """The run's relation of board time to wall time, from the platform's model and the user's overrides.
+
+    `mips` overrides the modelled rate (--mips), `host_mips` the host's (--host-mips, else
+    $NETREPRO_HOST_MIPS, else the platform's measured figure).
+    """
+    if mode not in TIME_MODES:
+        raise NetreproError(f"unknown time mode '{mode}'", f"use one of: {', '.join(TIME_MODES)}")
+    if mode == "host":
+        return DeviceTime("host")
+    if cpu is None:
+        raise NetreproError("this platform has no [cpu] model, so it cannot run in device time",
+                            "add [cpu] clock_mhz, ipc, host_mips and source to its description, or use --time host")
+    model = _positive(mips if mips is not None else cpu.model_mips, "--mips")
+    host = _positive(host_mips if host_mips is not None else _env_host_mips() or cpu.host_mips, "--host-mips")
+    if engine_kind == "qemu":
+        shift = icount_shift(host)
+        host = 1000.0 / 2**shift
+        return DeviceTime("device", dilation=model / host, model_mips=model, host_mips=host, icount_shift=shift)
+    return DeviceTime("device", dilation=model / host, model_mips=model, host_mips=host)
+
+
+def _env_host_mips() -> float | None:
+    text = os.environ.get(HOST_MIPS_ENV)
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise NetreproError(f"{HOST_MIPS_ENV}={text!r} is not a number", "give MIPS, e.g. 250") from None
+
+
+def _positive(value: float, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise NetreproError(f"bad {what} {value!r}", "give a positive number of MIPS")
+    return float(value)

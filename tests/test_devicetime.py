@@ -1,0 +1,74 @@
+"""Device time: the dilation from the platform's CPU model and the host's rate, and what it converts."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.core.errors import NetreproError
+from harness.rig.devicetime import HOST_MIPS_ENV, CpuModel, DeviceTime, icount_shift, plan_time
+from harness.rig.platform import load_platform
+from harness.rig.workload import Transfer
+
+M55 = CpuModel(clock_mhz=800, ipc=1.0, host_mips=250, source="test")
+
+
+@pytest.mark.parametrize(("host_mips", "shift"), [(1000, 0), (999, 1), (500, 1), (250, 2), (200, 3), (125, 3),
+                                                  (2.0, 9)])
+def test_the_icount_shift_is_the_fastest_rate_not_above_the_hosts(host_mips, shift):
+    assert icount_shift(host_mips) == shift
+    assert 1000 / 2**shift <= host_mips
+
+
+def test_every_platform_has_a_model_and_its_dilation():
+    expected = {"openmv-n6": (800, 2, 3.2), "openmv-rt1060": (600, 2, 2.4), "xbox": (733, 2, 2.932),
+                "ethernut2": (14.7456, None, 1.0)}
+    for name, (mips, shift, dilation) in expected.items():
+        platform = load_platform(name)
+        time = plan_time(platform.engine["kind"], platform.cpu)
+        assert (time.model_mips, time.icount_shift) == (mips, shift), name
+        assert time.dilation == pytest.approx(dilation), name
+        assert time.qemu_args() == ([] if shift is None else ["-icount", f"shift={shift},align=on,sleep=on"])
+
+
+def test_the_model_and_the_host_rate_are_knobs(monkeypatch):
+    monkeypatch.delenv(HOST_MIPS_ENV, raising=False)
+    assert plan_time("qemu", M55, mips=400).dilation == pytest.approx(1.6)
+    assert plan_time("qemu", M55, host_mips=125).dilation == pytest.approx(6.4)
+    monkeypatch.setenv(HOST_MIPS_ENV, "500")
+    assert plan_time("qemu", M55).dilation == pytest.approx(1.6)
+    assert plan_time("qemu", M55, host_mips=250).dilation == pytest.approx(3.2)   # the option wins
+    assert plan_time("simavr", CpuModel(14.7456, 1.0, 14.7456, "t"), host_mips=7.3728).dilation == 2.0
+
+
+def test_host_mode_runs_free():
+    time = plan_time("qemu", M55, mode="host")
+    assert (time.mode, time.dilation, time.qemu_args()) == ("host", 1.0, [])
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: plan_time("qemu", M55, mode="fast"), "unknown time mode 'fast'"),
+    (lambda: plan_time("qemu", None), "no [cpu] model"),
+    (lambda: plan_time("qemu", M55, mips=0), "bad --mips 0"),
+    (lambda: plan_time("qemu", M55, host_mips=-3), "bad --host-mips -3"),
+    (lambda: icount_shift(0.5), "too slow"),
+])
+def test_bad_settings_are_one_line_errors(call, message):
+    with pytest.raises(NetreproError, match=message.replace("[", r"\[").replace("]", r"\]")) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
+def test_a_bad_host_rate_in_the_environment_is_named(monkeypatch):
+    monkeypatch.setenv(HOST_MIPS_ENV, "fast")
+    with pytest.raises(NetreproError, match=f"{HOST_MIPS_ENV}='fast' is not a number"):
+        plan_time("qemu", M55)
+
+
+def test_a_peer_figure_is_converted_to_the_boards_time():
+    wall = Transfer("rx", bytes=10_000_000, seconds=32.0, per_second_mbps=[2.5, 2.5])
+    board = wall.in_board_time(DeviceTime("device", dilation=3.2))
+    assert board.bytes == wall.bytes
+    assert board.seconds == pytest.approx(10.0)
+    assert board.mbps == pytest.approx(wall.mbps * 3.2)
+    assert board.per_second_mbps == pytest.approx([8.0, 8.0])
+    assert wall.in_board_time(DeviceTime("host")) is wall
