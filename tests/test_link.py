@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import NetreproError
+from harness.core.ethernet import wire_bytes
 from harness.core.native import build_tool
 from harness.link import (
     Direction,
@@ -315,8 +316,8 @@ def test_direction_cli_round_trip():
         delay_s=2.75e-3, rate_bps=43_000_000, gemodel=(0.01, 0.3, 1.0, 0.0), drop=("data:3", "syn:1")
     )
     cli = d.cli()
-    assert "delay_us=2750" in cli and "rate_bps=43000000" in cli
-    assert "ge=0.01,0.3,1,0" in cli and "drop=data:3,syn:1" in cli
+    assert "delay=0.00275" in cli and "rate=43000000" in cli  # the settings' names, in plain units
+    assert "gemodel=0.01,0.3,1,0" in cli and "drop=data:3,syn:1" in cli
     assert d.serialisation_s(1514) == pytest.approx(1538 * 8 / 43e6)
     assert d.serialisation_s(42) == pytest.approx(84 * 8 / 43e6)
 
@@ -327,13 +328,16 @@ def test_bad_options_exit_2(tmp_path):
     peer = ["--peer-sock", str(tmp_path / "c"), "--peer-remote", str(tmp_path / "d")]
     cases = [
         (base + peer + ["--frobnicate", "1"], "--frobnicate"),
-        (base + peer + ["--to-peer", "delay_us=5,colour=blue"], "colour"),
-        (base + peer + ["--to-device", "rate_bps=fast"], "rate_bps"),
+        (base + peer + ["--to-peer", "delay=5e-6,colour=blue"], "colour"),
+        (base + peer + ["--to-device", "rate=fast"], "rate"),
+        (base + peer + ["--to-device", "delay=7200"], "delay"),  # ranges come from the settings' table
         (base + peer + ["--to-device", "drop=data:0"], "data:0"),
         (base + peer + ["--seed"], "--seed"),
         (base + peer + ["--to-device", "overflow=spill"], "overflow"),
         (base + peer + ["--to-peer", "overflow=drop"], "overflow=drop"),
         (base + peer + ["--to-device", "sock_frames=many"], "sock_frames"),
+        (base + peer + ["--to-device", "sock_frames=1001"], "sock_frames"),
+        (base + peer + ["--snaplen", "300000"], "snaplen"),
         (base, "--tap"),
     ]
     for cmd, needle in cases:
@@ -377,7 +381,7 @@ def test_rate_serialisation_with_ethernet_overhead(root, size, rate, count):
                 b.from_device(raw_frame(i, size))
         got = b.at_peer(count)
     assert [frame_number(f) for _, f in got] == list(range(count))
-    wire = (max(size, 60) + 24) * 8 / rate * 1e9  # padded to 60 bytes, plus preamble, gap and FCS
+    wire = wire_bytes(size) * 8 / rate * 1e9  # padded to 60 bytes, plus preamble, gap and FCS
     # from the first frame's arrival, so that a late start (a busy CPU) does not count
     assert got[-1][0] - got[0][0] == pytest.approx((count - 1) * wire, rel=0.10)
     gaps = [b_[0] - a[0] for a, b_ in itertools.pairwise(got)]
@@ -385,7 +389,7 @@ def test_rate_serialisation_with_ethernet_overhead(root, size, rate, count):
 
 
 def test_token_bucket_burst(root):
-    wire = 1538
+    wire = wire_bytes(1514)
     spec = LinkSpec(to_peer=one_way(rate_bps=10_000_000, burst_bytes=10 * wire))
     with Bench(spec, root) as b:
         with b.frozen():
@@ -640,7 +644,7 @@ def test_overflow_hold_is_the_default_and_loses_nothing(root):
 
 def test_overflow_in_the_spec_and_from_the_platform(tmp_path):
     from harness.rig.platform import load_platform
-    from harness.rig.session import device_paced
+    from harness.rig.session import Session
 
     with pytest.raises(NetreproError, match="overflow"):
         Direction(overflow="spill")
@@ -657,7 +661,7 @@ def test_overflow_in_the_spec_and_from_the_platform(tmp_path):
         body = "\n".join(line for line in text.splitlines() if not line.startswith("rx_overflow"))
         path = tmp_path / f"{name}.toml"
         path.write_text(body.replace("[nic]\n", "[nic]\n" + nic_lines) + "\n")
-        variants[name] = device_paced(preset, load_platform(str(path)))
+        variants[name] = Session.link_as_run(preset, load_platform(str(path)))
     assert variants["hold"].to_device.overflow == "hold" and variants["hold"].to_device.sock_frames == 0
     burst = int(xbox.nic.get("rx_burst_frames", 0))
     assert variants["drop"].to_device.overflow == "drop"

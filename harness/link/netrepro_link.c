@@ -8,31 +8,32 @@
  * arriving frame goes through, in this order:
  *
  *   1. loss decision: a deterministic drop list (drop=data:3,frame:12,syn:1,...),
- *      the Gilbert-Elliott model of netem's "loss gemodel p r 1-h 1-k" (ge=p,r,1-h,1-k)
- *      and independent random loss (loss=0.01 or loss=1%).  Every configured model
+ *      the Gilbert-Elliott model of netem's "loss gemodel p r 1-h 1-k" (gemodel=p,r,1-h,1-k)
+ *      and independent random loss (loss=0.01).  Every configured model
  *      draws its random numbers for every arriving frame, so the same frames in the
  *      same order with the same --seed give the same drops.  Precedence of the
  *      logged reason: droplist, gemodel, loss.
- *   2. queue limit (drop-tail): limit_pkts frames and/or limit_bytes bytes (frame
+ *   2. queue limit (drop-tail): limit frames and/or limit_bytes bytes (frame
  *      length) waiting for the line.  The frame being serialised is "in service" and
  *      not counted.  Unlike netem's limit, frames in the delay line are not counted:
  *      the queue is the bottleneck buffer in front of the line.
- *   3. rate: serialisation at rate_bps counting Ethernet overhead on the wire:
- *      max(len, 60) + 24 bytes (preamble 8, inter-frame gap 12, FCS 4).  With
- *      burst_bytes = 0 the line is strict: a frame leaves the rate stage when its last
- *      bit has been serialised, frames one after another.  With burst_bytes = B > 0
- *      the stage is a token bucket of B bytes filled at rate_bps (tbf-like): an idle
- *      link passes B bytes at once, then frames follow at the rate.
- *   4. delay: delay_us plus jitter: uniform in [-jitter, +jitter] (netem's default
+ *   3. rate: serialisation at rate (bit/s) counting Ethernet overhead on the wire:
+ *      max(len, NR_ETH_MIN_FRAME) + NR_ETH_OVERHEAD bytes (preamble, inter-frame gap,
+ *      FCS).  With burst = 0 the line is strict: a frame leaves the rate stage when its
+ *      last bit has been serialised, frames one after another.  With burst = B > 0
+ *      bytes the stage is a token bucket of B bytes filled at the rate (tbf-like): an
+ *      idle link passes B bytes at once, then frames follow at the rate.
+ *   4. delay (seconds) plus jitter: uniform in [-jitter, +jitter] (netem's default
  *      when no distribution table is given) or, with jitter_dist=normal, normal with
  *      sigma = jitter truncated at 4 sigma; the total never goes below zero.  Frames
  *      keep their order (a frame never overtakes the previous one) unless reorder=1.
  *
  * Delivery (to_device): frames are handed to the device no faster than its NIC's wire
- * (pace_bps, pace_burst).  When the device's socket would block (QEMU reads it only while
- * the emulated NIC has a free RX descriptor), the frame is held until the socket takes it
- * (overflow=hold, the default) or, with overflow=drop, dropped and logged as "device-full",
- * as a real NIC drops what arrives on the wire while its RX ring is full; sock_frames=N
+ * (pace bit/s, pace_burst full frames back to back).  When the device's socket would block
+ * (QEMU reads it only while the emulated NIC has a free RX descriptor), the frame is held
+ * until the socket takes it (overflow=hold, the default) or, with overflow=drop, dropped
+ * and logged as "device-full", as a real NIC drops what arrives on the wire while its RX
+ * ring is full; sock_frames=N
  * then limits what the socket toward the device holds unread to N full-size frames (through
  * SO_SNDBUF), the NIC's FIFO, instead of the kernel's max_dgram_qlen (11).
  *
@@ -89,8 +90,12 @@ typedef int64_t ns_t; /* nanoseconds */
 
 #define NS_PER_S 1000000000LL
 #define MAX_FRAME 65536
-#define ETH_OVERHEAD 24 /* preamble 8 + IFG 12 + FCS 4 */
-#define ETH_MIN_NOFCS 60
+/* Ethernet's sizes (NR_ETH_OVERHEAD, NR_ETH_MIN_FRAME, NR_ETH_MAX_FRAME) and the settings
+   (NR_DIR_SETTINGS, NR_LINK_SETTINGS) come from harness/link as -D flags, written once there. */
+#if !defined(NR_ETH_OVERHEAD) || !defined(NR_ETH_MIN_FRAME) || !defined(NR_ETH_MAX_FRAME) || \
+    !defined(NR_DIR_SETTINGS) || !defined(NR_LINK_SETTINGS)
+#error "build netrepro-link with harness.link.link_binary(), which passes Ethernet's sizes and the settings"
+#endif
 #define MAX_DROP_ENTRIES 64
 #define READ_BATCH 1024 /* datagrams per input per wake-up, at most */
 
@@ -105,6 +110,9 @@ enum { K_FRAME, K_DATA, K_SYN, K_FIN, K_RST, K_ACK, K_UDP, NKIND };
 static const char *const kind_name[NKIND] = {"frame", "data", "syn", "fin", "rst", "ack", "udp"};
 
 /* ------------------------------------------------------------------ utils */
+
+/* what a frame of len bytes (without FCS) takes on the wire: padded, plus preamble, gap and FCS */
+static uint32_t wire_bytes(uint32_t len) { return (len < NR_ETH_MIN_FRAME ? NR_ETH_MIN_FRAME : len) + NR_ETH_OVERHEAD; }
 
 static ns_t mono_ns(void)
 {
@@ -303,32 +311,6 @@ struct drop_entry {
     uint64_t lo, hi;
 };
 
-struct dir_conf {
-    double delay_ns, jitter_ns;
-    int jitter_normal;
-    uint64_t rate_bps, burst_bytes, limit_pkts, limit_bytes;
-    double loss;
-    int ge_on;
-    double ge_p, ge_r, ge_bad_loss, ge_good_loss;
-    struct drop_entry drops[MAX_DROP_ENTRIES];
-    int ndrops;
-    int reorder;
-    /* delivery pacing: the receiving NIC's own wire, applied as frames are handed over */
-    uint64_t pace_bps, pace_burst_frames;
-    /* overflow=drop: a frame the receiving side cannot take when it is due is dropped
-       ("device-full") instead of held until it can; sock_frames=N: the socket toward that
-       side may hold N full-size frames not yet read (SO_SNDBUF; 0: 4 MiB, i.e. only the
-       receiver's max_dgram_qlen limits it) */
-    int overflow_drop;
-    uint64_t sock_frames;
-};
-
-static void conf_defaults(struct dir_conf *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->limit_pkts = 1000;
-}
-
 /* a number that must use the whole string */
 static int parse_double(const char *s, double *out)
 {
@@ -407,13 +389,168 @@ static int parse_drop_entry(const char *s, struct drop_entry *e)
 }
 
 /*
+ * The settings: one entry each in NR_DIR_SETTINGS (per direction, --to-device/--to-peer
+ * key=value) and NR_LINK_SETTINGS (for the whole link, --key value), from the table in
+ * harness/link/settings.py, which gives every setting's key, default and range once.
+ * An entry is one of
+ *   NR_REAL(key, default, lo, hi)        a number from lo to hi (seconds, a fraction)
+ *   NR_WHOLE(key, default, lo, hi, off)  a whole number from lo to hi, or off
+ *   NR_FLAG(key, default)                0 or 1
+ *   NR_CHOICE(key, default, "a|b")       one of the names
+ *   NR_GEMODEL(key)                      p,r,1-h,1-k as fractions (empty: no model)
+ *   NR_DROPS(key)                        KIND:N or KIND:N-M entries (empty: none)
+ * and each becomes a member `key` of struct dir_conf (struct link_conf), with its default and
+ * its parser: each use below defines NR_SETTING(key, member, set default, parse) to take
+ * what it needs.
+ */
+struct gemodel {
+    int on;
+    double p, r, bad_loss, good_loss;
+};
+
+struct drop_list {
+    struct drop_entry e[MAX_DROP_ENTRIES];
+    int n;
+};
+
+#define NR_CHOICE_MAX 16
+
+#define NR_REAL(key, dflt, lo, hi) NR_SETTING(key, double key, c->key = (dflt), set_real(opt, #key, v, &c->key, lo, hi))
+#define NR_WHOLE(key, dflt, lo, hi, off)                                                                            \
+    NR_SETTING(key, uint64_t key, c->key = (dflt), set_whole(opt, #key, v, &c->key, lo, hi, off))
+#define NR_FLAG(key, dflt) NR_SETTING(key, int key, c->key = (dflt), set_flag(opt, #key, v, &c->key))
+#define NR_CHOICE(key, dflt, choices)                                                                               \
+    NR_SETTING(key, char key[NR_CHOICE_MAX], snprintf(c->key, NR_CHOICE_MAX, "%s", dflt),                           \
+               set_choice(opt, #key, v, c->key, choices))
+#define NR_GEMODEL(key) NR_SETTING(key, struct gemodel key, (void)0, set_gemodel(opt, #key, v, &c->key))
+#define NR_DROPS(key) NR_SETTING(key, struct drop_list key, (void)0, set_drops(opt, #key, v, &c->key))
+
+#define NR_SETTING(key, member, dflt, parse) member;
+struct dir_conf {
+    NR_DIR_SETTINGS
+};
+
+struct link_conf {
+    NR_LINK_SETTINGS
+};
+#undef NR_SETTING
+
+static void set_real(const char *opt, const char *key, const char *v, double *out, double lo, double hi)
+{
+    if (parse_double(v, out) || *out < lo || *out > hi)
+        usage_error("%s: bad %s '%s' (a number from %g to %g)", opt, key, v, lo, hi);
+}
+
+static void set_whole(const char *opt, const char *key, const char *v, uint64_t *out, uint64_t lo, uint64_t hi,
+                      uint64_t off)
+{
+    if (parse_u64(v, out) || (*out != off && (*out < lo || *out > hi)))
+        usage_error("%s: bad %s '%s' (a whole number from %" PRIu64 " to %" PRIu64 ", or %" PRIu64 ")", opt, key, v,
+                    lo, hi, off);
+}
+
+static void set_flag(const char *opt, const char *key, const char *v, int *out)
+{
+    if (strcmp(v, "0") && strcmp(v, "1"))
+        usage_error("%s: bad %s '%s' (0 or 1)", opt, key, v);
+    *out = v[0] == '1';
+}
+
+static void set_choice(const char *opt, const char *key, const char *v, char *out, const char *choices)
+{
+    size_t n = strlen(v);
+    for (const char *c = choices; c && n && n < NR_CHOICE_MAX; c = strchr(c, '|')) {
+        if (*c == '|')
+            c++;
+        if (!strncmp(c, v, n) && (c[n] == '|' || !c[n])) {
+            memcpy(out, v, n + 1);
+            return;
+        }
+    }
+    usage_error("%s: bad %s '%s' (one of %s)", opt, key, v, choices);
+}
+
+static void set_gemodel(const char *opt, const char *key, const char *v, struct gemodel *g)
+{
+    g->on = 0;
+    double p[4] = {0, 0, 1.0, 0.0};
+    char *vv = strdup(v), *save = NULL;
+    int m = 0;
+    for (char *t = strtok_r(vv, "+/", &save); t; t = strtok_r(NULL, "+/", &save)) {
+        if (m == 4 || parse_prob(t, &p[m]))
+            usage_error("%s: bad %s '%s' (p,r,1-h,1-k as fractions or percentages)", opt, key, v);
+        m++;
+    }
+    free(vv);
+    if (m == 0)
+        return;
+    if (m == 1)
+        p[1] = 1.0 - p[0]; /* iproute2's default for r */
+    *g = (struct gemodel){.on = 1, .p = p[0], .r = p[1], .bad_loss = p[2], .good_loss = p[3]};
+}
+
+static void set_drops(const char *opt, const char *key, const char *v, struct drop_list *l)
+{
+    l->n = 0;
+    char *vv = strdup(v), *save = NULL;
+    for (char *t = strtok_r(vv, "+; ", &save); t; t = strtok_r(NULL, "+; ", &save)) {
+        if (l->n == MAX_DROP_ENTRIES)
+            usage_error("%s: more than %d %s entries", opt, MAX_DROP_ENTRIES, key);
+        if (parse_drop_entry(t, &l->e[l->n]))
+            usage_error("%s: bad %s entry '%s' (KIND:N or KIND:N-M, KIND one of frame, data, syn, fin, rst, ack, "
+                        "udp; N from 1)",
+                        opt, key, t);
+        l->n++;
+    }
+    free(vv);
+}
+
+/* set the setting called k from the text v; 0 if there is no such setting */
+#define NR_SETTING(key, member, dflt, parse)                                                                        \
+    if (!strcmp(k, #key)) {                                                                                         \
+        parse;                                                                                                      \
+        return 1;                                                                                                   \
+    }
+static int dir_setting(struct dir_conf *c, const char *opt, const char *k, const char *v)
+{
+    NR_DIR_SETTINGS
+    return 0;
+}
+
+static int link_setting(struct link_conf *c, const char *opt, const char *k, const char *v)
+{
+    NR_LINK_SETTINGS
+    return 0;
+}
+#undef NR_SETTING
+
+#define NR_SETTING(key, member, dflt, parse) dflt;
+static void dir_defaults(struct dir_conf *c)
+{
+    memset(c, 0, sizeof(*c));
+    NR_DIR_SETTINGS
+}
+
+static void link_defaults(struct link_conf *c)
+{
+    memset(c, 0, sizeof(*c));
+    NR_LINK_SETTINGS
+}
+#undef NR_SETTING
+
+#define NR_SETTING(key, member, dflt, parse) " " #key
+static const char dir_keys[] = NR_DIR_SETTINGS;
+static const char link_keys[] = NR_LINK_SETTINGS;
+#undef NR_SETTING
+
+/*
  * "key=value,key=value,..."; a comma-separated piece without '=' continues the
- * previous value, so lists read naturally: "ge=1%,30%,100%,0%,drop=data:3,syn:1".
+ * previous value, so lists read naturally: "gemodel=0.01,0.3,1,0,drop=data:3,syn:1".
  * Inside a list, '+' also separates items ("drop=data:3+data:5").
  */
 static void parse_dir_spec(const char *opt, const char *spec, struct dir_conf *c)
 {
-    conf_defaults(c);
+    dir_defaults(c);
     char *copy = strdup(spec);
     char *keys[64], *vals[64];
     int n = 0;
@@ -435,101 +572,9 @@ static void parse_dir_spec(const char *opt, const char *spec, struct dir_conf *c
             usage_error("%s: expected key=value, got '%s'", opt, tok);
         }
     }
-    for (int i = 0; i < n; i++) {
-        const char *k = keys[i], *v = vals[i];
-        double d;
-        uint64_t u;
-        if (!strcmp(k, "delay_us") || !strcmp(k, "jitter_us")) {
-            if (parse_double(v, &d) || d < 0 || d > 3600e6)
-                usage_error("%s: bad %s '%s' (microseconds, >= 0)", opt, k, v);
-            if (k[0] == 'd')
-                c->delay_ns = d * 1000.0;
-            else
-                c->jitter_ns = d * 1000.0;
-        } else if (!strcmp(k, "jitter_dist")) {
-            if (!strcmp(v, "uniform"))
-                c->jitter_normal = 0;
-            else if (!strcmp(v, "normal"))
-                c->jitter_normal = 1;
-            else
-                usage_error("%s: bad jitter_dist '%s' (uniform or normal)", opt, v);
-        } else if (!strcmp(k, "overflow")) {
-            if (!strcmp(v, "hold"))
-                c->overflow_drop = 0;
-            else if (!strcmp(v, "drop"))
-                c->overflow_drop = 1;
-            else
-                usage_error("%s: bad overflow '%s' (hold or drop)", opt, v);
-        } else if (!strcmp(k, "rate_bps") || !strcmp(k, "burst_bytes") || !strcmp(k, "limit_pkts") ||
-                   !strcmp(k, "limit_bytes") || !strcmp(k, "pace_bps") || !strcmp(k, "pace_burst") ||
-                   !strcmp(k, "sock_frames")) {
-            if (parse_u64(v, &u))
-                usage_error("%s: bad %s '%s' (a whole number >= 0)", opt, k, v);
-            if (!strcmp(k, "rate_bps"))
-                c->rate_bps = u;
-            else if (!strcmp(k, "burst_bytes"))
-                c->burst_bytes = u;
-            else if (!strcmp(k, "limit_pkts"))
-                c->limit_pkts = u;
-            else if (!strcmp(k, "pace_bps"))
-                c->pace_bps = u;
-            else if (!strcmp(k, "pace_burst"))
-                c->pace_burst_frames = u;
-            else if (!strcmp(k, "sock_frames")) {
-                if (u > 1000)
-                    usage_error("%s: bad sock_frames '%s' (0..1000)", opt, v);
-                c->sock_frames = u;
-            } else
-                c->limit_bytes = u;
-        } else if (!strcmp(k, "loss")) {
-            if (parse_prob(v, &c->loss))
-                usage_error("%s: bad loss '%s' (a fraction 0..1 or a percentage like 1%%)", opt, v);
-        } else if (!strcmp(k, "ge")) {
-            c->ge_on = 0;
-            if (!*v)
-                continue;
-            double g[4] = {0, 0, 1.0, 0.0};
-            char *vv = strdup(v), *save = NULL;
-            int m = 0;
-            for (char *t = strtok_r(vv, "+/", &save); t; t = strtok_r(NULL, "+/", &save)) {
-                if (m == 4 || parse_prob(t, &g[m]))
-                    usage_error("%s: bad ge '%s' (p,r,1-h,1-k as fractions or percentages)", opt, v);
-                m++;
-            }
-            free(vv);
-            if (m == 0)
-                continue;
-            if (m == 1)
-                g[1] = 1.0 - g[0]; /* iproute2's default for r */
-            c->ge_on = 1;
-            c->ge_p = g[0];
-            c->ge_r = g[1];
-            c->ge_bad_loss = g[2];
-            c->ge_good_loss = g[3];
-        } else if (!strcmp(k, "drop")) {
-            c->ndrops = 0;
-            char *vv = strdup(v), *save = NULL;
-            for (char *t = strtok_r(vv, "+; ", &save); t; t = strtok_r(NULL, "+; ", &save)) {
-                if (c->ndrops == MAX_DROP_ENTRIES)
-                    usage_error("%s: more than %d drop entries", opt, MAX_DROP_ENTRIES);
-                if (parse_drop_entry(t, &c->drops[c->ndrops]))
-                    usage_error("%s: bad drop entry '%s' (KIND:N or KIND:N-M, KIND one of frame, data, syn, "
-                                "fin, rst, ack, udp; N from 1)",
-                                opt, t);
-                c->ndrops++;
-            }
-            free(vv);
-        } else if (!strcmp(k, "reorder")) {
-            if (!strcmp(v, "0"))
-                c->reorder = 0;
-            else if (!strcmp(v, "1"))
-                c->reorder = 1;
-            else
-                usage_error("%s: bad reorder '%s' (0 or 1)", opt, v);
-        } else {
-            usage_error("%s: unknown key '%s'", opt, k);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        if (!dir_setting(c, opt, keys[i], vals[i]))
+            usage_error("%s: unknown key '%s' (the keys:%s)", opt, keys[i], dir_keys);
     for (int i = 0; i < n; i++)
         free(vals[i]);
     free(copy);
@@ -855,7 +900,7 @@ static int unix_truesize(uint32_t len)
     return outq;
 }
 
-/* Limit what the socket toward e may hold unread to `frames` full-size (1514-byte) frames
+/* Limit what the socket toward e may hold unread to `frames` full-size (NR_ETH_MAX_FRAME) frames
  * (0: keep set_bufs' 4 MiB).  A unix datagram counts against the sender's SO_SNDBUF (by its
  * truesize) until the receiver has read it, and a send is allowed while the count is below
  * SO_SNDBUF, which the kernel doubles and keeps at least SOCK_MIN_SNDBUF (two full frames). */
@@ -865,7 +910,7 @@ static void endpoint_limit_frames(struct endpoint *e, int frames)
     if (e->is_tap)
         return;
     if (frames > 0) {
-        int ts = unix_truesize(1514);
+        int ts = unix_truesize(NR_ETH_MAX_FRAME);
         int want = (frames * ts - ts / 2) / 2; /* the kernel doubles it: room for frames-1, not frames */
         if (setsockopt(e->fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want)) != 0)
             die("cannot set SO_SNDBUF %d on the %s: %s", want, e->what, strerror(errno));
@@ -955,6 +1000,8 @@ struct dir {
     struct frame **heap;
     size_t heap_n, heap_cap;
     ns_t last_due, last_arrival;
+    double delay_ns, jitter_ns;
+    int jitter_normal, overflow_drop; /* jitter_dist=normal; overflow=drop */
     double min_delay_ns; /* the least delay a frame can get: delay - the jitter's reach */
     uint64_t order;
     struct endpoint *out;
@@ -1050,25 +1097,29 @@ static void dir_init(struct dir *d, int id, const struct dir_conf *c, uint64_t s
     rng_seed(&d->rng_loss, seed, (unsigned)id, 0);
     rng_seed(&d->rng_ge, seed, (unsigned)id, 1);
     rng_seed(&d->rng_jitter, seed, (unsigned)id, 2);
-    if (c->rate_bps) {
-        d->ns_per_byte = 8e9 / (double)c->rate_bps;
-        d->burst_ns = (double)c->burst_bytes * d->ns_per_byte;
+    if (c->rate) {
+        d->ns_per_byte = 8e9 / (double)c->rate;
+        d->burst_ns = (double)c->burst * d->ns_per_byte;
     }
     d->tat = -1e18;
     d->pace_tat = -1e18;
-    if (c->pace_bps) {
-        d->pace_ns_per_byte = 8e9 / (double)c->pace_bps;
-        d->pace_burst_ns = (double)c->pace_burst_frames * (1514 + ETH_OVERHEAD) * d->pace_ns_per_byte;
+    if (c->pace) {
+        d->pace_ns_per_byte = 8e9 / (double)c->pace;
+        d->pace_burst_ns = (double)c->pace_burst * wire_bytes(NR_ETH_MAX_FRAME) * d->pace_ns_per_byte;
     }
-    d->min_delay_ns = c->delay_ns - (c->jitter_normal ? 4.0 : 1.0) * c->jitter_ns;
+    d->delay_ns = c->delay * 1e9;
+    d->jitter_ns = c->jitter * 1e9;
+    d->jitter_normal = !strcmp(c->jitter_dist, "normal");
+    d->overflow_drop = !strcmp(c->overflow, "drop");
+    d->min_delay_ns = d->delay_ns - (d->jitter_normal ? 4.0 : 1.0) * d->jitter_ns;
 }
 
 static double jitter_draw(struct dir *d)
 {
-    double j = d->c.jitter_ns;
+    double j = d->jitter_ns;
     if (j <= 0)
         return 0;
-    if (!d->c.jitter_normal)
+    if (!d->jitter_normal)
         return (2.0 * rng_unit(&d->rng_jitter) - 1.0) * j;
     /* Box-Muller; truncated at 4 sigma */
     double u1 = rng_unit(&d->rng_jitter), u2 = rng_unit(&d->rng_jitter);
@@ -1102,7 +1153,7 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     struct pinfo p;
     int is_kind[NKIND] = {0};
     is_kind[K_FRAME] = 1;
-    if (d->c.ndrops) {
+    if (d->c.drop.n) {
         parse_frame(data, len, &p);
         if (p.is_ipv4 && !p.frag && p.proto == 6) {
             is_kind[K_DATA] = p.payload > 0;
@@ -1116,8 +1167,8 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     for (int k = 0; k < NKIND; k++)
         d->kind_count[k] += (uint64_t)is_kind[k];
     int drop_listed = 0;
-    for (int i = 0; i < d->c.ndrops; i++) {
-        const struct drop_entry *e = &d->c.drops[i];
+    for (int i = 0; i < d->c.drop.n; i++) {
+        const struct drop_entry *e = &d->c.drop.e[i];
         uint64_t cnt = d->kind_count[e->kind];
         if (is_kind[e->kind] && cnt >= e->lo && cnt <= e->hi)
             drop_listed = 1;
@@ -1125,15 +1176,15 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
 
     /* the random models draw for every arrival, whatever else happens to the frame */
     int lost_ge = 0, lost_random = 0;
-    if (d->c.ge_on) {
+    if (d->c.gemodel.on) {
         double u_trans = rng_unit(&d->rng_ge), u_loss = rng_unit(&d->rng_ge);
         if (!d->ge_bad) {
-            lost_ge = u_loss < d->c.ge_good_loss;
-            if (u_trans < d->c.ge_p)
+            lost_ge = u_loss < d->c.gemodel.good_loss;
+            if (u_trans < d->c.gemodel.p)
                 d->ge_bad = 1;
         } else {
-            lost_ge = u_loss < d->c.ge_bad_loss;
-            if (u_trans < d->c.ge_r)
+            lost_ge = u_loss < d->c.gemodel.bad_loss;
+            if (u_trans < d->c.gemodel.r)
                 d->ge_bad = 0;
         }
     }
@@ -1148,7 +1199,7 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
 
     /* queue limit */
     q_advance(d, now);
-    if ((d->c.limit_pkts && d->q_n >= d->c.limit_pkts) || (d->c.limit_bytes && d->q_bytes + len > d->c.limit_bytes) ||
+    if ((d->c.limit && d->q_n >= d->c.limit) || (d->c.limit_bytes && d->q_bytes + len > d->c.limit_bytes) ||
         d->heap_n >= g_max_inflight) {
         count_drop(d, now, R_QUEUE, n, data, len);
         return;
@@ -1156,9 +1207,8 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
 
     /* rate */
     double dep = (double)now;
-    if (d->c.rate_bps) {
-        uint32_t wire = (len < ETH_MIN_NOFCS ? ETH_MIN_NOFCS : len) + ETH_OVERHEAD;
-        double ser = wire * d->ns_per_byte;
+    if (d->c.rate) {
+        double ser = wire_bytes(len) * d->ns_per_byte;
         double start = d->tat > (double)now ? d->tat : (double)now;
         d->tat = start + ser;
         double t = d->tat - d->burst_ns;
@@ -1175,7 +1225,7 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     }
 
     /* delay */
-    double extra = d->c.delay_ns + jitter_draw(d);
+    double extra = d->delay_ns + jitter_draw(d);
     if (extra < 0)
         extra = 0;
     ns_t due = (ns_t)llround(dep + extra);
@@ -1208,10 +1258,10 @@ static void dir_deliver(struct dir *d, ns_t now)
         ns_t t = mono_ns() - g_t0;
         /* A late wake-up must not turn due frames into a burst the receiving NIC cannot take
          * (QEMU's LAN9118 drops beyond ~6 frames): hand them over no faster than its wire. */
-        if (d->c.pace_bps && d->pace_tat - d->pace_burst_ns > (double)t)
+        if (d->c.pace && d->pace_tat - d->pace_burst_ns > (double)t)
             return;
         int r = endpoint_send(d->out, f->data, f->len, t);
-        if (r == 1 && !d->c.overflow_drop) {
+        if (r == 1 && !d->overflow_drop) {
             d->out->blocked = 1;
             d->out->retry_at = t + 50000;
             return;
@@ -1219,9 +1269,9 @@ static void dir_deliver(struct dir *d, ns_t now)
         /* overflow=drop: the receiver is full now, as a NIC whose RX ring (and FIFO) is full
          * when the frame comes in on the wire: the frame is lost, after taking its wire time */
         heap_pop(d);
-        if (d->c.pace_bps) {
-            uint32_t wire = (f->len < ETH_MIN_NOFCS ? ETH_MIN_NOFCS : f->len) + ETH_OVERHEAD;
-            d->pace_tat = (d->pace_tat > (double)t ? d->pace_tat : (double)t) + wire * d->pace_ns_per_byte;
+        if (d->c.pace) {
+            double from = d->pace_tat > (double)t ? d->pace_tat : (double)t;
+            d->pace_tat = from + wire_bytes(f->len) * d->pace_ns_per_byte;
         }
         if (r == 0) {
             d->frames_out++;
@@ -1282,7 +1332,7 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
                 "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 ",\n    \"overflow\": \"%s\",\n"
                 "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d\n  }",
                 d->hwm_pkts, d->hwm_bytes, d->q_n, d->heap_n, d->late_n ? d->late_sum_ns / d->late_n / 1e3 : 0.0,
-                d->late_max_ns / 1e3, d->late_over_100us, d->c.overflow_drop ? "drop" : "hold", d->out->sndbuf,
+                d->late_max_ns / 1e3, d->late_over_100us, d->c.overflow, d->out->sndbuf,
                 d->out->sock_frames);
     }
     fputs("\n}\n", f);
@@ -1461,7 +1511,7 @@ static ns_t next_deadline(struct loop *L)
         if (!d->heap_n)
             continue;
         ns_t t = d->heap[0]->due;
-        if (d->c.pace_bps && d->pace_tat - d->pace_burst_ns > (double)t)
+        if (d->c.pace && d->pace_tat - d->pace_burst_ns > (double)t)
             t = (ns_t)ceil(d->pace_tat - d->pace_burst_ns);
         if (d->out->blocked) {
             if (d->out->connected)
@@ -1574,17 +1624,15 @@ static void help(void)
 {
     puts("usage: netrepro-link --device-sock PATH --device-remote PATH\n"
          "                     (--tap NAME [--tap-addr A.B.C.D/N] [--tap-mtu N] | --peer-sock PATH --peer-remote PATH)\n"
-         "                     [--to-device SPEC] [--to-peer SPEC] [--seed N] [--pcap PATH] [--snaplen N]\n"
-         "                     [--drops PATH] [--stats PATH] [--spin-us N] [--spin-budget FRACTION]\n"
-         "                     [--max-inflight N] [--rt-priority N] [--nice N] [--no-defer] [--hold-capture-mib N]\n"
-         "                     [--die-with-parent]\n"
-         "SPEC: delay_us=2750,jitter_us=0,jitter_dist=uniform,rate_bps=100000000,burst_bytes=0,\n"
-         "      limit_pkts=1000,limit_bytes=0,loss=0,ge=p,r,1-h,1-k,drop=data:3,frame:12,syn:1,reorder=0,\n"
-         "      pace_bps=0,pace_burst=0 (hand frames over no faster than the receiving NIC's wire),\n"
-         "      overflow=hold|drop (--to-device only: drop a frame the device cannot take when due, as\n"
-         "      \"device-full\", instead of holding it), sock_frames=N (the socket toward that side holds\n"
-         "      N full-size frames unread, at least 2; 0: not limited beyond max_dgram_qlen)\n"
-         "Prints READY when the sockets are bound; SIGTERM/SIGINT stop it (stats written), SIGUSR1 writes stats.");
+         "                     [--to-device SPEC] [--to-peer SPEC] [--pcap PATH] [--drops PATH] [--stats PATH]\n"
+         "                     [--spin-us N] [--spin-budget FRACTION] [--max-inflight N] [--rt-priority N] [--nice N]\n"
+         "                     [--no-defer] [--hold-capture-mib N] [--die-with-parent] [--LINK-WIDE-KEY VALUE]");
+    printf("link-wide keys:%s\n"
+           "SPEC: key=value,key=value,... (a list continues after a comma: drop=data:3,syn:1) with the keys:\n"
+           "     %s\n"
+           "Values in plain units (seconds, bit/s, bytes, fractions); harness/link/settings.py describes each.\n"
+           "Prints READY when the sockets are bound; SIGTERM/SIGINT stop it (stats written), SIGUSR1 writes stats.\n",
+           link_keys, dir_keys);
 }
 
 int main(int argc, char **argv)
@@ -1592,9 +1640,11 @@ int main(int argc, char **argv)
     const char *device_sock = NULL, *device_remote = NULL, *peer_sock = NULL, *peer_remote = NULL, *tap = NULL;
     const char *tap_addr = NULL, *pcap_path = NULL, *drops_path = NULL;
     const char *spec_dev = "", *spec_peer = "";
-    uint64_t seed = 1, tmp;
+    uint64_t tmp;
     int tap_mtu = 0, die_with_parent = 0, nice_level = 0, nice_set = 0, rt_prio = 0;
     struct waiter w = {.spin_max = 100000, .budget = 0.15};
+    struct link_conf lc; /* the link-wide settings: --seed, --snaplen */
+    link_defaults(&lc);
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1647,16 +1697,9 @@ int main(int argc, char **argv)
             spec_dev = val;
         else if (FLAG("--to-peer"))
             spec_peer = val;
-        else if (FLAG("--seed")) {
-            if (parse_u64(val, &seed))
-                usage_error("--seed: bad value '%s'", val);
-        } else if (FLAG("--pcap"))
+        else if (FLAG("--pcap"))
             pcap_path = val;
-        else if (FLAG("--snaplen")) {
-            if (parse_u64(val, &tmp) || tmp > 262144)
-                usage_error("--snaplen: bad value '%s'", val);
-            g_snaplen = tmp ? (uint32_t)tmp : 262144;
-        } else if (FLAG("--drops"))
+        else if (FLAG("--drops"))
             drops_path = val;
         else if (FLAG("--stats"))
             g_stats_path = val;
@@ -1687,9 +1730,13 @@ int main(int argc, char **argv)
         } else if (FLAG("--max-inflight")) {
             if (parse_u64(val, &g_max_inflight) || g_max_inflight == 0)
                 usage_error("--max-inflight: bad value '%s'", val);
-        } else
+        } else if (!strncmp(name, "--", 2) && link_setting(&lc, name, name + 2, val))
+            continue;
+        else
             usage_error("unknown option %s", name);
     }
+    if (lc.snaplen)
+        g_snaplen = (uint32_t)lc.snaplen;
     if (!device_sock || !device_remote)
         usage_error("--device-sock and --device-remote are required");
     if (!tap == !(peer_sock || peer_remote))
@@ -1702,7 +1749,7 @@ int main(int argc, char **argv)
     struct dir_conf conf[NDIR];
     parse_dir_spec("--to-device", spec_dev, &conf[TO_DEVICE]);
     parse_dir_spec("--to-peer", spec_peer, &conf[TO_PEER]);
-    if (conf[TO_PEER].overflow_drop)
+    if (!strcmp(conf[TO_PEER].overflow, "drop"))
         usage_error("--to-peer: overflow=drop is for --to-device (the device's NIC ring)");
 
     if (die_with_parent) {
@@ -1769,8 +1816,8 @@ int main(int argc, char **argv)
     endpoint_limit_frames(&peer_ep, (int)conf[TO_PEER].sock_frames);
 
     struct dir dirs[NDIR];
-    dir_init(&dirs[TO_DEVICE], TO_DEVICE, &conf[TO_DEVICE], seed, &dev_ep);
-    dir_init(&dirs[TO_PEER], TO_PEER, &conf[TO_PEER], seed, &peer_ep);
+    dir_init(&dirs[TO_DEVICE], TO_DEVICE, &conf[TO_DEVICE], lc.seed, &dev_ep);
+    dir_init(&dirs[TO_PEER], TO_PEER, &conf[TO_PEER], lc.seed, &peer_ep);
     endpoint_try_connect(&dev_ep, 0);
     endpoint_try_connect(&peer_ep, 0);
 

@@ -1,0 +1,39 @@
+"""Reading what the link wrote: the capture (classic pcap) and the drops log (JSON lines)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import NetreproError
+
+_MICRO, _NANO = 0xA1B2C3D4, 0xA1B23C4D  # classic pcap's magic numbers for µs and ns timestamps
+
+
+def read_drops(path: Path) -> list[dict[str, Any]]:
+    """The drops log as a list of dicts."""
+    text = Path(path).read_text() if Path(path).exists() else ""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def read_pcap(path: Path) -> list[tuple[float, bytes]]:
+    """(timestamp in seconds, frame bytes) for each record of a classic pcap (µs or ns)."""
+    data = Path(path).read_bytes()
+    if len(data) < 24:
+        raise NetreproError(f"{path} is not a pcap file (too short)", "check the link's log")
+    magic = struct.unpack("<I", data[:4])[0]
+    endian = "<" if magic in (_MICRO, _NANO) else ">"
+    magic = struct.unpack(endian + "I", data[:4])[0]
+    if magic not in (_MICRO, _NANO):
+        raise NetreproError(f"{path} is not a classic pcap file (magic {magic:#x})", "check the link's log")
+    scale = 1e-9 if magic == _NANO else 1e-6
+    out = []
+    offset = 24
+    while offset + 16 <= len(data):
+        sec, frac, incl, _orig = struct.unpack(endian + "IIII", data[offset : offset + 16])
+        offset += 16
+        out.append((sec + frac * scale, data[offset : offset + incl]))
+        offset += incl
+    return out

@@ -1,0 +1,103 @@
+"""The link's counters: what each direction did, as the C link writes them to link-stats.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import NetreproError
+
+DROP_REASONS = ("loss", "gemodel", "droplist", "queue", "unreachable", "device-full")
+
+
+@dataclass(frozen=True)
+class DirectionCounters:
+    """What one direction of the link did."""
+
+    frames_in: int = 0
+    bytes_in: int = 0
+    frames_out: int = 0
+    bytes_out: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    queue_hwm_pkts: int = 0
+    queue_hwm_bytes: int = 0
+    in_flight: int = 0  # admitted but not yet delivered when the counters were written
+    late_us_mean: float = 0.0  # how late frames left the link against their schedule
+    late_us_max: float = 0.0
+    late_over_100us: int = 0
+    overflow: str = "hold"  # what the link did with a frame the receiver could not take
+    out_sndbuf_bytes: int = 0  # SO_SNDBUF of the socket toward the receiver, as the kernel kept it
+    sock_frames: int = 0  # full-size frames that socket holds unread (0: not limited by SO_SNDBUF)
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DirectionCounters:
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["dropped"] = {reason: int(data.get("dropped", {}).get(reason, 0)) for reason in DROP_REASONS}
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class LinkCounters:
+    """The link's stats file: both directions and the elapsed time."""
+
+    to_device: DirectionCounters
+    to_peer: DirectionCounters
+    elapsed_s: float
+    final: bool = True
+    snapshot: int = 0
+    spin_s: float = 0.0  # CPU time spent spinning before deadlines
+    capture_stalls: int = 0  # times the link waited for the disk (capture backlog over 256 MiB)
+
+    @property
+    def total_frames_in(self) -> int:
+        return self.to_device.frames_in + self.to_peer.frames_in
+
+    @property
+    def total_frames_out(self) -> int:
+        return self.to_device.frames_out + self.to_peer.frames_out
+
+    @property
+    def total_bytes_out(self) -> int:
+        return self.to_device.bytes_out + self.to_peer.bytes_out
+
+    @property
+    def total_dropped(self) -> int:
+        return self.to_device.dropped_total + self.to_peer.dropped_total
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """Drops of both directions by reason."""
+        return {r: self.to_device.dropped.get(r, 0) + self.to_peer.dropped.get(r, 0) for r in DROP_REASONS}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LinkCounters:
+        return cls(
+            to_device=DirectionCounters.from_dict(data["to_device"]),
+            to_peer=DirectionCounters.from_dict(data["to_peer"]),
+            elapsed_s=float(data["elapsed_s"]),
+            final=bool(data.get("final", True)),
+            snapshot=int(data.get("snapshot", 0)),
+            spin_s=float(data.get("spin_s", 0.0)),
+            capture_stalls=int(data.get("capture_stalls", 0)),
+        )
+
+    @classmethod
+    def from_file(cls, path: Path) -> LinkCounters:
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise NetreproError(
+                f"cannot read the link's stats {path}: {exc}", "see link.log next to it"
+            ) from exc
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
