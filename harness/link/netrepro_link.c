@@ -584,10 +584,14 @@ static void parse_dir_spec(const char *opt, const char *spec, struct dir_conf *c
 
 static ns_t g_t0;        /* CLOCK_MONOTONIC at start */
 static ns_t g_wall0;     /* CLOCK_REALTIME at start */
+/* Device time: wall seconds per second of the board's time.  Every setting is in the board's
+   time; the link stretches delays and serialisation by D and writes every timestamp (capture,
+   drops, stats) in the board's time, so a capture reads as if taken beside the real board. */
+static double g_dilation = 1.0;
 static uint32_t g_snaplen = 262144;
 static int g_files_dirty;
 
-static ns_t wall_of(ns_t mono) { return g_wall0 + (mono - g_t0); }
+static ns_t wall_of(ns_t mono) { return g_wall0 + (ns_t)((double)(mono - g_t0) / g_dilation); }
 
 /*
  * Output files written by a thread of their own (at normal priority), so that disk I/O
@@ -1098,17 +1102,17 @@ static void dir_init(struct dir *d, int id, const struct dir_conf *c, uint64_t s
     rng_seed(&d->rng_ge, seed, (unsigned)id, 1);
     rng_seed(&d->rng_jitter, seed, (unsigned)id, 2);
     if (c->rate) {
-        d->ns_per_byte = 8e9 / (double)c->rate;
+        d->ns_per_byte = 8e9 / (double)c->rate * g_dilation;
         d->burst_ns = (double)c->burst * d->ns_per_byte;
     }
     d->tat = -1e18;
     d->pace_tat = -1e18;
     if (c->pace) {
-        d->pace_ns_per_byte = 8e9 / (double)c->pace;
+        d->pace_ns_per_byte = 8e9 / (double)c->pace * g_dilation;
         d->pace_burst_ns = (double)c->pace_burst * wire_bytes(NR_ETH_MAX_FRAME) * d->pace_ns_per_byte;
     }
-    d->delay_ns = c->delay * 1e9;
-    d->jitter_ns = c->jitter * 1e9;
+    d->delay_ns = c->delay * 1e9 * g_dilation;
+    d->jitter_ns = c->jitter * 1e9 * g_dilation;
     d->jitter_normal = !strcmp(c->jitter_dist, "normal");
     d->overflow_drop = !strcmp(c->overflow, "drop");
     d->min_delay_ns = d->delay_ns - (d->jitter_normal ? 4.0 : 1.0) * d->jitter_ns;
@@ -1136,7 +1140,7 @@ static double jitter_draw(struct dir *d)
 static void count_drop(struct dir *d, ns_t now, int reason, uint64_t n, const uint8_t *data, uint32_t len)
 {
     d->dropped[reason]++;
-    drops_write(now, d->id, reason, n, data, len);
+    drops_write(now + g_t0, d->id, reason, n, data, len); /* now is since g_t0 */
 }
 
 /* a frame arrives at time now (ns since g_t0) */
@@ -1283,7 +1287,7 @@ static void dir_deliver(struct dir *d, ns_t now)
             d->late_sum_ns += (double)late;
             if (late > d->late_max_ns)
                 d->late_max_ns = late;
-            if (late > 100000)
+            if (late > 100000 * g_dilation)
                 d->late_over_100us++;
             if (d->id == TO_DEVICE)
                 pcap_write(t + g_t0, f->data, f->len); /* device side: stamped when handed to the device */
@@ -1313,9 +1317,9 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
     }
     g_snapshot++;
     fprintf(f,
-            "{\n  \"elapsed_s\": %.9f,\n  \"snapshot\": %" PRIu64 ",\n  \"final\": %s,\n  \"spin_s\": %.6f,\n"
-            "  \"capture_stalls\": %" PRIu64,
-            now / 1e9, g_snapshot, final ? "true" : "false", g_spin_s,
+            "{\n  \"elapsed_s\": %.9f,\n  \"dilation\": %.6f,\n  \"snapshot\": %" PRIu64 ",\n  \"final\": %s,\n"
+            "  \"spin_s\": %.6f,\n  \"capture_stalls\": %" PRIu64,
+            now / 1e9 / g_dilation, g_dilation, g_snapshot, final ? "true" : "false", g_spin_s,
             (g_pcap ? g_pcap->stalls : 0) + (g_drops ? g_drops->stalls : 0));
     for (int i = 0; i < NDIR; i++) {
         struct dir *d = &dirs[i];
@@ -1331,8 +1335,9 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
                 ",\n    \"queue_pkts\": %zu,\n    \"in_flight\": %zu,\n    \"late_us_mean\": %.3f,\n"
                 "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 ",\n    \"overflow\": \"%s\",\n"
                 "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d\n  }",
-                d->hwm_pkts, d->hwm_bytes, d->q_n, d->heap_n, d->late_n ? d->late_sum_ns / d->late_n / 1e3 : 0.0,
-                d->late_max_ns / 1e3, d->late_over_100us, d->c.overflow, d->out->sndbuf,
+                d->hwm_pkts, d->hwm_bytes, d->q_n, d->heap_n,
+                d->late_n ? d->late_sum_ns / d->late_n / 1e3 / g_dilation : 0.0, d->late_max_ns / 1e3 / g_dilation,
+                d->late_over_100us, d->c.overflow, d->out->sndbuf,
                 d->out->sock_frames);
     }
     fputs("\n}\n", f);
@@ -1626,6 +1631,7 @@ static void help(void)
          "                     (--tap NAME [--tap-addr A.B.C.D/N] [--tap-mtu N] | --peer-sock PATH --peer-remote PATH)\n"
          "                     [--to-device SPEC] [--to-peer SPEC] [--pcap PATH] [--drops PATH] [--stats PATH]\n"
          "                     [--spin-us N] [--spin-budget FRACTION] [--max-inflight N] [--rt-priority N] [--nice N]\n"
+         "                     [--dilation D]   (device time: wall seconds per second of the board's time)\n"
          "                     [--no-defer] [--hold-capture-mib N] [--die-with-parent] [--LINK-WIDE-KEY VALUE]");
     printf("link-wide keys:%s\n"
            "SPEC: key=value,key=value,... (a list continues after a comma: drop=data:3,syn:1) with the keys:\n"
@@ -1727,6 +1733,9 @@ int main(int argc, char **argv)
             g_hold_chunks = (size_t)tmp;
             if (g_max_chunks < g_hold_chunks + 64)
                 g_max_chunks = g_hold_chunks + 64;
+        } else if (FLAG("--dilation")) {
+            if (parse_double(val, &g_dilation) || !(g_dilation >= 0.001 && g_dilation <= 1000))
+                usage_error("--dilation: bad value '%s' (wall seconds per board second, 0.001..1000)", val);
         } else if (FLAG("--max-inflight")) {
             if (parse_u64(val, &g_max_inflight) || g_max_inflight == 0)
                 usage_error("--max-inflight: bad value '%s'", val);

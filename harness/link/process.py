@@ -85,6 +85,7 @@ class Link:
         rt_priority: int | None = 10,
         nice: int | None = -10,
         hold_capture_mib: int = 256,
+        dilation: float = 1.0,
         extra_args: Sequence[str] = (),
     ) -> None:
         if (tap is None) == (peer_sock is None or peer_remote is None):
@@ -104,6 +105,7 @@ class Link:
         self.rt_priority = rt_priority
         self.nice = nice
         self.hold_capture_mib = hold_capture_mib
+        self.dilation = dilation  # device time: every setting and timestamp stays in the board's time
         self.extra_args = list(extra_args)
         self.proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
@@ -134,6 +136,8 @@ class Link:
                 cmd += ["--tap-mtu", str(self.tap_mtu)]
         else:
             cmd += ["--peer-sock", str(self.peer_sock), "--peer-remote", str(self.peer_remote)]
+        if self.dilation != 1.0:
+            cmd += ["--dilation", f"{self.dilation:.9g}"]
         cmd += [
             "--to-device", self.spec.to_device.cli(),
             "--to-peer", self.spec.to_peer.cli(),

@@ -89,7 +89,7 @@ class Session:
         self.namespace = Namespace(self.run_dir).start()
         self.link = Link(self.link_run, device_sock=nic.remote,
                          device_remote=nic.local, run_dir=self.run_dir,
-                         tap=TAP_NAME, prefix=self.namespace.prefix())
+                         tap=TAP_NAME, prefix=self.namespace.prefix(), dilation=self.time.dilation)
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "

@@ -1,0 +1,104 @@
+"""Device time through the link: settings stay in the board's time, the link stretches them by D on the
+wall clock, and the capture, drops and stats read in the board's time (synthetic frames, real sockets)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.core.ethernet import wire_bytes
+from harness.link import LinkSpec, read_drops, read_pcap
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame  # noqa: E402
+
+D = 4.0
+
+
+def _bench(spec: LinkSpec, root: Path, dilation: float) -> Bench:
+    bench = Bench(spec, root)
+    bench.link.dilation = dilation
+    return bench
+
+
+@pytest.fixture
+def root(tmp_path_factory):
+    return Path(tmp_path_factory.mktemp("dil", numbered=True))
+
+
+def _round_trips(root: Path, dilation: float, rtt_s: float = 0.0055, count: int = 8) -> tuple[list[float], list[int]]:
+    """(RTT of each exchange as the capture shows it, as the wall clock did), device frame answered by the peer."""
+    spec = LinkSpec.from_preset({"rtt": f"{rtt_s * 1e3:g}ms"})
+    wall = []
+    with _bench(spec, root, dilation) as b:
+        for i in range(count):
+            sent = b.from_device(raw_frame(i, 200))
+            b.at_peer(1)
+            b.from_peer(raw_frame(100 + i, 200, PEER_MAC, DEV_MAC))
+            (arrived, _), *_ = b.at_device(1)
+            wall.append(arrived - sent)
+        b.link.stop()
+    records = read_pcap(b.link.pcap_path)
+    out = {frame_number(f): t for t, f in records}
+    return [out[100 + i] - out[i] for i in range(count)], wall
+
+
+def test_a_round_trip_reads_in_the_boards_time(root):
+    captured, wall = _round_trips(root, D)
+    # a 5.5 ms RTT at D = 4 takes 22 ms on the wall clock and appears as 5.5 ms in the capture
+    assert statistics.median(wall) / 1e6 == pytest.approx(5.5 * D, abs=1.0)
+    assert statistics.median(captured) * 1e3 == pytest.approx(5.5, abs=0.25)
+    assert min(captured) * 1e3 >= 5.5 - 0.05
+
+
+def test_a_rate_reads_in_the_boards_time(root):
+    rate, count = 10_000_000, 30
+    spec = LinkSpec(to_device=one_way(rate_bps=rate))
+    with _bench(spec, root, D) as b:
+        with b.frozen():
+            for i in range(count):
+                b.from_peer(raw_frame(i, 1514, PEER_MAC, DEV_MAC))
+        got = b.at_device(count, timeout=10)
+        b.link.stop()
+    board_gap = wire_bytes(1514) * 8 / rate
+    wall_gaps = [y[0] - x[0] for x, y in itertools.pairwise(got)]
+    assert statistics.median(wall_gaps) / 1e9 == pytest.approx(board_gap * D, rel=0.10)
+    stamps = [t for t, _ in read_pcap(b.link.pcap_path)]
+    assert statistics.median(y - x for x, y in itertools.pairwise(stamps)) == pytest.approx(board_gap, rel=0.10)
+
+
+def test_stats_and_drops_read_in_the_boards_time(root):
+    spec = LinkSpec(to_peer=one_way(drop=("frame:2",)))
+    with _bench(spec, root, D) as b:
+        start = time.time()
+        for i in range(3):
+            b.from_device(raw_frame(i, 200))
+        b.at_peer(2)
+        time.sleep(0.4)
+        b.link.stop()
+        wall_s = time.time() - start
+    stats = json.loads(b.link.stats_path.read_text())
+    assert stats["dilation"] == D
+    assert stats["elapsed_s"] == pytest.approx(wall_s / D, rel=0.5)   # the link started a little earlier
+    assert stats["elapsed_s"] < wall_s / 2
+    (drop,) = read_drops(b.link.drops_path)
+    first = read_pcap(b.link.pcap_path)[0][0]
+    assert 0 <= drop["t"] - first < 5 * MS / 1e9   # stamped on the same (board) clock as the capture
+
+
+def test_without_dilation_nothing_changes(root):
+    captured, wall = _round_trips(root, 1.0, count=5)
+    assert statistics.median(captured) * 1e3 == pytest.approx(5.5, abs=0.25)
+    assert statistics.median(wall) / 1e6 == pytest.approx(5.5, abs=1.0)
+
+
+def test_a_bad_dilation_is_refused(root):
+    with pytest.raises(Exception, match="dilation"):
+        with _bench(LinkSpec(), root, 0.0):
+            pass
