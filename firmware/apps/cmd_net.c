@@ -1,5 +1,5 @@
 /*
- * "ip", "uptime" and "spin" commands.
+ * "ip", "uptime", "spin", "tick" and "cpu" commands.
  */
 #include <string.h>
 
@@ -69,8 +69,9 @@ void cmd_uptime(int argc, char **argv)
   nr_printf("ms=%lu\n", (unsigned long)sys_now());
 }
 
-/* Boards that can count CPU cycles override this (boards/ethernut2). The
-   default runs a plain countdown loop and cannot say how many cycles it took. */
+/* Boards with a known instruction loop override these (the arch and board
+   folders). The default runs a plain countdown loop and can say neither how
+   many cycles nor how many instructions it took. */
 __attribute__((weak)) uint32_t board_spin(uint32_t iterations, int irqs_off)
 {
   uint32_t state = irqs_off ? board_irq_save() : 0;
@@ -83,9 +84,15 @@ __attribute__((weak)) uint32_t board_spin(uint32_t iterations, int irqs_off)
   return 0;
 }
 
+__attribute__((weak)) uint32_t board_spin_instructions(void)
+{
+  return 0;
+}
+
 /* "spin <iterations> [irqoff]": a known instruction loop, for checking an
-   emulator's clock: prints the simulated milliseconds it took and, where the
-   board counts them, the CPU cycles (0 = not counted). */
+   emulator's clock: prints the board's milliseconds it took, the
+   instructions one iteration executes (0 = unknown) and, where the board
+   counts them, the CPU cycles (0 = not counted). */
 void cmd_spin(int argc, char **argv)
 {
   uint32_t iterations, t0, cycles;
@@ -97,6 +104,64 @@ void cmd_spin(int argc, char **argv)
   }
   t0 = sys_now();
   cycles = board_spin(iterations, irqs_off);
-  nr_printf("SPIN iterations=%lu cycles=%lu ms=%lu\n", (unsigned long)iterations, (unsigned long)cycles,
-            (unsigned long)(sys_now() - t0));
+  nr_printf("SPIN iterations=%lu cycles=%lu ms=%lu instructions_per_iteration=%lu\n", (unsigned long)iterations,
+            (unsigned long)cycles, (unsigned long)(sys_now() - t0), (unsigned long)board_spin_instructions());
+}
+
+/* "tick [<dilation_milli>]": one ms of the board lasts dilation_milli/1000 ms
+   of the emulated clock from now on (device time; the harness sends it
+   right after boot). Without an argument it shows the current setting. */
+void cmd_tick(int argc, char **argv)
+{
+  struct board_tick tick;
+  uint32_t milli;
+  int err;
+
+  if (argc > 2 || (argc == 2 && !shell_parse_u32(argv[1], &milli))) {
+    nr_printf("ERROR: usage: tick [<dilation_milli>]\n");
+    return;
+  }
+  board_get_tick(&tick);
+  if (argc == 2) {
+    err = board_set_tick_dilation(milli);
+    if (err == BOARD_TICK_PACED) {
+      nr_printf("ERROR: this board's host paces its clock; tick stays %lu\n", (unsigned long)tick.dilation_milli);
+      return;
+    }
+    if (err != BOARD_TICK_OK) {
+      nr_printf("ERROR: dilation_milli %lu outside %lu..%lu for this board's tick timer (%lu Hz)\n",
+                (unsigned long)milli, (unsigned long)tick.min_milli, (unsigned long)tick.max_milli,
+                (unsigned long)tick.input_hz);
+      return;
+    }
+    board_get_tick(&tick);
+  }
+  nr_printf("TICK dilation_milli=%lu period=%lu\n", (unsigned long)tick.dilation_milli, (unsigned long)tick.period);
+}
+
+/* "cpu [reset]": the share of the board's time its core was busy, from the
+   time it slept waiting for an interrupt (board_idle_ns), since the last
+   reset (or boot). */
+static uint64_t cpu_t0_ns, cpu_idle0_ns;
+
+void cmd_cpu(int argc, char **argv)
+{
+  uint64_t total_us, idle_us, busy_ppm;
+
+  if (argc > 2 || (argc == 2 && strcmp(argv[1], "reset") != 0)) {
+    nr_printf("ERROR: usage: cpu [reset]\n");
+    return;
+  }
+  if (argc == 2) {
+    cpu_idle0_ns = board_idle_ns();
+    cpu_t0_ns = board_time_ns();
+  }
+  total_us = (board_time_ns() - cpu_t0_ns) / 1000u;
+  idle_us = (board_idle_ns() - cpu_idle0_ns) / 1000u;
+  if (idle_us > total_us) {
+    idle_us = total_us; /* the two are read one after the other */
+  }
+  busy_ppm = total_us == 0u ? 0u : (total_us - idle_us) * 1000000u / total_us;
+  nr_printf("CPU busy_ppm=%lu idle_us=%llu total_us=%llu\n", (unsigned long)busy_ppm,
+            (unsigned long long)idle_us, (unsigned long long)total_us);
 }

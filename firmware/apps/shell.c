@@ -32,6 +32,10 @@ struct command {
 
 static void cmd_help(int argc, char **argv);
 
+/* Device-time commands (cmd_net.c). */
+void cmd_tick(int argc, char **argv);
+void cmd_cpu(int argc, char **argv);
+
 /* The built-in commands; the apps' commands (apps.h) follow them. */
 static const struct command commands[] = {
   { "help",    "help - list commands", cmd_help },
@@ -39,7 +43,12 @@ static const struct command commands[] = {
   { "ip",      "ip [<a.b.c.d>/<prefixlen> [<gw>]] - show or set the address", cmd_ip },
   { "stats",   "stats - lwIP and driver counters (key=value)", cmd_stats },
   { "uptime",  "uptime - milliseconds since boot", cmd_uptime },
-  { "spin",    "spin <iterations> [irqoff] - a known instruction loop: SPIN iterations= cycles= ms=", cmd_spin },
+  { "spin",    "spin <iterations> [irqoff] - a known instruction loop: SPIN iterations= cycles= ms= "
+               "instructions_per_iteration=", cmd_spin },
+  { "tick",    "tick [<dilation_milli>] - a board ms lasts dilation_milli/1000 ms of the tick timer's clock: "
+               "TICK dilation_milli= period=", cmd_tick },
+  { "cpu",     "cpu [reset] - the core's busy share of the board's time since reset: "
+               "CPU busy_ppm= idle_us= total_us=", cmd_cpu },
 };
 
 #define NUM_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,6 +1,9 @@
 /*
- * Board glue common to the Cortex-M boards: 1 ms SysTick, interrupt helpers,
- * idle. CPU_HZ (board_config.h) is the clock SysTick counts with CLKSOURCE=1.
+ * Board glue common to the Cortex-M boards: the 1 ms SysTick (stretched by
+ * the tick dilation), the board's fine clock and CPU load, interrupt helpers,
+ * idle, and the known instruction loop. CPU_HZ (board_config.h) is the clock
+ * SysTick counts with CLKSOURCE=1 (QEMU's modelled SYSCLK, in its virtual
+ * time).
  */
 #include "nr_board.h"
 #include "board_defs.h"
@@ -8,7 +11,19 @@
 
 void console_init(void);
 
+#define NS_PER_MS 1000000u
+
 static volatile uint32_t ticks_ms;
+
+/* The tick's period in SysTick counts (RVR + 1), and the nanoseconds one
+   count lasts as 32.32 fixed point, so board_time_ns() converts the current
+   count with a multiply, not a 64-bit division on every idle wait. Changed
+   only with interrupts masked, at a tick boundary. */
+static uint32_t tick_period;
+static uint64_t tick_ns_q32;
+static uint32_t tick_milli;
+static uint64_t last_ns;  /* board_time_ns() never returns less than this */
+static uint64_t idle_ns;
 
 void systick_handler(void)
 {
@@ -20,11 +35,94 @@ uint32_t board_ms(void)
   return ticks_ms;
 }
 
+static void tick_set_period(uint32_t period, uint32_t milli)
+{
+  tick_period = period;
+  tick_ns_q32 = ((uint64_t)NS_PER_MS << 32) / period;
+  tick_milli = milli;
+}
+
 static void systick_init(void)
 {
-  SYST_RVR = CPU_HZ / 1000u - 1u;
+  tick_set_period(CPU_HZ / 1000u, 1000u);
+  SYST_RVR = tick_period - 1u;
   SYST_CVR = 0;
   SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
+}
+
+/* The largest dilation whose period fits SysTick's 24-bit reload. */
+static uint32_t tick_max_milli(void)
+{
+  return (uint32_t)(((uint64_t)SYST_RVR_MAX + 1u) * 1000000u / CPU_HZ);
+}
+
+void board_get_tick(struct board_tick *out)
+{
+  out->dilation_milli = tick_milli;
+  out->period = tick_period;
+  out->input_hz = CPU_HZ;
+  out->min_milli = BOARD_TICK_MIN_MILLI;
+  out->max_milli = tick_max_milli();
+}
+
+int board_set_tick_dilation(uint32_t milli)
+{
+  uint32_t period, t, irq;
+
+  if (milli < BOARD_TICK_MIN_MILLI || milli > tick_max_milli()) {
+    return BOARD_TICK_RANGE;
+  }
+  period = (uint32_t)(((uint64_t)CPU_HZ * milli + 500000u) / 1000000u);
+  /* Switch just after a tick, so the tick in progress is not cut short (the
+     board's ms and fine clock stay continuous to within the handler's
+     latency). Writing CVR clears the count; SysTick reloads from the new RVR
+     on the next clock edge without raising the exception. */
+  t = ticks_ms;
+  while (ticks_ms == t) {
+  }
+  irq = board_irq_save();
+  SYST_RVR = period - 1u;
+  SYST_CVR = 0;
+  tick_set_period(period, milli);
+  while (SYST_CVR == 0u) {
+    /* the reload: until then the count would read as a whole period gone */
+  }
+  board_irq_restore(irq);
+  return BOARD_TICK_OK;
+}
+
+/* With interrupts masked the SysTick handler cannot run, so a wrap since the
+   last tick shows as the pending exception (ICSR.PENDSTSET) instead of in
+   ticks_ms. The count is read again when the wrap is seen, because it may
+   have happened between the two reads; either way the count read last
+   belongs to the tick the pending flag says. */
+uint64_t board_time_ns(void)
+{
+  uint32_t irq = board_irq_save();
+  uint32_t ticks = ticks_ms;
+  uint32_t count = SYST_CVR;
+  uint64_t ns;
+
+  if (SCB_ICSR & ICSR_PENDSTSET) {
+    count = SYST_CVR;
+    ticks++;
+  }
+  ns = (uint64_t)ticks * NS_PER_MS + (((uint64_t)(tick_period - 1u - count) * tick_ns_q32) >> 32);
+  if (ns < last_ns) {
+    ns = last_ns;
+  }
+  last_ns = ns;
+  board_irq_restore(irq);
+  return ns;
+}
+
+uint64_t board_idle_ns(void)
+{
+  uint32_t irq = board_irq_save();
+  uint64_t ns = idle_ns;
+
+  board_irq_restore(irq);
+  return ns;
 }
 
 void board_init(void)
@@ -54,6 +152,36 @@ void board_irq_restore(uint32_t state)
 
 void board_wait_for_interrupt(void)
 {
-  /* WFI wakes on a pending interrupt even while PRIMASK masks it. */
+  /* WFI wakes on a pending interrupt even while PRIMASK masks it, and the
+     handler runs only once the caller unmasks: the two clock reads bracket
+     the sleep alone. */
+  uint64_t t0 = board_time_ns();
+
   __asm volatile("dsb\n\twfi" ::: "memory");
+  idle_ns += board_time_ns() - t0;
+}
+
+/* Two instructions an iteration (subs, and bne taken; the last not taken),
+   so under QEMU's -icount N iterations take 2N instructions of the modelled
+   core's time. */
+uint32_t board_spin(uint32_t iterations, int irqs_off)
+{
+  uint32_t state = irqs_off ? board_irq_save() : 0;
+
+  if (iterations > 0u) {
+    __asm volatile("1: subs %0, %0, #1\n\t"
+                   "bne 1b"
+                   : "+r"(iterations)
+                   :
+                   : "cc");
+  }
+  if (irqs_off) {
+    board_irq_restore(state);
+  }
+  return 0;
+}
+
+uint32_t board_spin_instructions(void)
+{
+  return 2;
 }

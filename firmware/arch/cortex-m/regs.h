@@ -15,11 +15,14 @@
 #define SYST_CSR_ENABLE    (1u << 0)
 #define SYST_CSR_TICKINT   (1u << 1)
 #define SYST_CSR_CLKSOURCE (1u << 2) /* processor clock */
+#define SYST_RVR_MAX       0x00FFFFFFu /* the reload register's 24 bits */
 
 #define NVIC_ISER(n) REG32(0xE000E100u + 4u * (n))
 #define NVIC_ISPR(n) REG32(0xE000E200u + 4u * (n))
 #define NVIC_ICPR(n) REG32(0xE000E280u + 4u * (n))
 
+#define SCB_ICSR   REG32(0xE000ED04u)
+#define ICSR_PENDSTSET     (1u << 26) /* SysTick exception pending */
 #define SCB_VTOR   REG32(0xE000ED08u)
 #define SCB_CFSR   REG32(0xE000ED28u)
 #define SCB_HFSR   REG32(0xE000ED2Cu)

@@ -1,6 +1,11 @@
 /*
  * Ethernut 2 board support (ATmega128): XMEM, USART0 console, Timer0 1 ms
- * tick, INT5 for the LAN91C111, critical sections and idle sleep.
+ * tick, the board's fine clock and CPU load, INT5 for the LAN91C111,
+ * critical sections and idle sleep.
+ *
+ * The tick is never stretched here: the simavr board host paces simulated
+ * cycles against the wall clock divided by the dilation itself (its
+ * --dilation), so the firmware's own millisecond is already the board's.
  */
 #include <avr/interrupt.h>
 #include <avr/io.h>
@@ -21,6 +26,7 @@ void board_xmem_init(void)
 }
 
 static volatile uint32_t ms_ticks;
+static uint64_t idle_counts; /* Timer0 counts asleep in board_wait_for_interrupt() */
 static volatile uint8_t rx_buf[CONSOLE_RX_BUF];
 static volatile uint8_t rx_head, rx_tail;
 
@@ -54,6 +60,67 @@ uint32_t board_ms(void)
   t = ms_ticks;
   SREG = sreg;
   return t;
+}
+
+/* Timer0 counts TICK_OCR + 1 steps of clk/64 a tick (230 of 4.34 us). */
+#define TICK_PERIOD (TICK_OCR + 1u)
+#define NS_PER_MS 1000000ul
+#define NS_PER_COUNT_Q8 ((uint32_t)((NS_PER_MS * 256u + TICK_PERIOD / 2u) / TICK_PERIOD))
+
+void board_get_tick(struct board_tick *out)
+{
+  out->dilation_milli = 1000u;
+  out->period = TICK_PERIOD;
+  out->input_hz = (uint32_t)(CPU_HZ / TICK_PRESCALE);
+  out->min_milli = 1000u;
+  out->max_milli = 1000u;
+}
+
+int board_set_tick_dilation(uint32_t milli)
+{
+  return milli == 1000u ? BOARD_TICK_OK : BOARD_TICK_PACED;
+}
+
+/* The tick as (ms, Timer0 counts into it). With interrupts off a compare
+   match since the last tick shows as OCF0 instead of in ms_ticks; TCNT0 is
+   read again when it is seen, because the match may have come between the
+   two reads. */
+static uint32_t tick_now(uint8_t *count)
+{
+  uint8_t sreg = SREG;
+  uint32_t ms;
+
+  cli();
+  ms = ms_ticks;
+  *count = TCNT0;
+  if (TIFR & _BV(OCF0)) {
+    *count = TCNT0;
+    ms++;
+  }
+  SREG = sreg;
+  return ms;
+}
+
+uint64_t board_time_ns(void)
+{
+  uint8_t count;
+  uint32_t ms = tick_now(&count);
+
+  return (uint64_t)ms * NS_PER_MS + (((uint32_t)count * NS_PER_COUNT_Q8) >> 8);
+}
+
+/* Idle time is kept in Timer0 counts and converted only when asked for:
+   the accounting runs twice per idle wait, and multiplies cost tens of
+   cycles each on this core (a 64-bit one hundreds). */
+uint64_t board_idle_ns(void)
+{
+  uint8_t sreg = SREG;
+  uint64_t counts;
+
+  cli();
+  counts = idle_counts;
+  SREG = sreg;
+  return (counts * NS_PER_COUNT_Q8) >> 8;
 }
 
 void board_init(void)
@@ -131,10 +198,23 @@ void board_irq_restore(uint32_t state)
    handler runs on wake-up; the caller then restores its saved state. */
 void board_wait_for_interrupt(void)
 {
+  uint8_t c0, c1;
+  uint32_t ms0 = tick_now(&c0), ms1;
+
   sleep_enable();
   __asm__ __volatile__("sei\n\tsleep" ::: "memory");
   sleep_disable();
   cli();
+  /* The interrupt that woke the core has run by now (the AVR runs it before
+     the instruction after sleep), so its few dozen cycles count as idle. */
+  ms1 = tick_now(&c1);
+  idle_counts += (ms1 - ms0) * TICK_PERIOD + c1 - c0;
+}
+
+/* Five instructions an iteration (subi, three sbci, brne). */
+uint32_t board_spin_instructions(void)
+{
+  return 5;
 }
 
 /* "spin": a countdown of 6 cycles an iteration (subi and three sbci, 1 cycle

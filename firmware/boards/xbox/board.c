@@ -1,6 +1,7 @@
 /*
- * QEMU pc board glue: IDT, the two 8259 PICs, the PIT as the 1 ms tick,
- * interrupt helpers, idle, and the exception dump.
+ * QEMU pc board glue: IDT, the two 8259 PICs, the PIT as the 1 ms tick
+ * (stretched by the tick dilation), the board's fine clock and CPU load,
+ * interrupt helpers, idle, the known instruction loop and the exception dump.
  *
  * Interrupt gates clear IF, so handlers never nest; the main loop masks
  * interrupts with cli around its checks (board_irq_save) exactly as the
@@ -47,7 +48,22 @@ static struct idt_entry idt[48] __attribute__((aligned(8)));
 #define PIT_CH0   0x40u
 #define PIT_CMD   0x43u
 
+#define PIC_OCW3_READ_IRR 0x0Au
+#define PIT_LATCH_CH0 0x00u
+#define PIT_CH0_MODE2 0x34u /* channel 0, lobyte/hibyte, mode 2 (rate generator) */
+#define PIT_MAX_PERIOD 0xFFFFu /* 16-bit count (0 would mean 65536; not used) */
+#define NS_PER_MS 1000000u
+
 static volatile uint32_t ticks_ms;
+
+/* The tick's period in PIT counts (the divisor), and the nanoseconds one
+   count lasts as 32.32 fixed point (a multiply per clock read, no division).
+   Changed only with interrupts off, at a tick boundary. */
+static uint32_t tick_period;
+static uint64_t tick_ns_q32;
+static uint32_t tick_milli;
+static uint64_t last_ns;  /* board_time_ns() never returns less than this */
+static uint64_t idle_ns;
 
 static void idt_init(void)
 {
@@ -90,11 +106,113 @@ static void pic_set_level(unsigned irq)
   outb(port, (uint8_t)(inb(port) | (1u << (irq & 7u))));
 }
 
+/* Loading a count restarts channel 0 at once (QEMU's i8254 and, with the
+   mode written first, the real 8254 alike). */
+static void pit_load(uint32_t period, uint32_t milli)
+{
+  outb(PIT_CMD, PIT_CH0_MODE2);
+  outb(PIT_CH0, (uint8_t)(period & 0xFFu));
+  outb(PIT_CH0, (uint8_t)(period >> 8));
+  tick_period = period;
+  tick_ns_q32 = ((uint64_t)NS_PER_MS << 32) / period;
+  tick_milli = milli;
+}
+
 static void pit_init(void)
 {
-  outb(PIT_CMD, 0x34); /* channel 0, lobyte/hibyte, mode 2 (rate generator) */
-  outb(PIT_CH0, (uint8_t)(PIT_DIVISOR & 0xFFu));
-  outb(PIT_CH0, (uint8_t)(PIT_DIVISOR >> 8));
+  pit_load(PIT_DIVISOR, 1000u);
+}
+
+/* Channel 0's count, latched so the two bytes belong together. In mode 2 it
+   runs period, period-1, ..., 1 and reloads; the interrupt's edge comes as
+   it reloads. */
+static uint32_t pit_count(void)
+{
+  uint32_t lo, hi;
+
+  outb(PIT_CMD, PIT_LATCH_CH0);
+  lo = inb(PIT_CH0);
+  hi = inb(PIT_CH0);
+  return lo | (hi << 8);
+}
+
+/* The tick interrupt is waiting in the master 8259 (edge-triggered: its IRR
+   bit stays set until the CPU takes it). OCW3 is written every time, since
+   isr_dispatch() leaves the PIC reading its ISR. */
+static int pit_irq_pending(void)
+{
+  outb(PIC1_CMD, PIC_OCW3_READ_IRR);
+  return (inb(PIC1_CMD) & (1u << IRQ_PIT)) != 0;
+}
+
+static uint32_t tick_max_milli(void)
+{
+  return (uint32_t)(((uint64_t)PIT_MAX_PERIOD * 1000000u) / PIT_HZ);
+}
+
+void board_get_tick(struct board_tick *out)
+{
+  out->dilation_milli = tick_milli;
+  out->period = tick_period;
+  out->input_hz = PIT_HZ;
+  out->min_milli = BOARD_TICK_MIN_MILLI;
+  out->max_milli = tick_max_milli();
+}
+
+int board_set_tick_dilation(uint32_t milli)
+{
+  uint32_t period, t, irq;
+
+  if (milli < BOARD_TICK_MIN_MILLI || milli > tick_max_milli()) {
+    return BOARD_TICK_RANGE;
+  }
+  period = (uint32_t)(((uint64_t)PIT_HZ * milli + 500000u) / 1000000u);
+  /* Reload just after a tick, so the tick in progress is not cut short: the
+     board's ms and fine clock stay continuous to within the handler's
+     latency. */
+  t = ticks_ms;
+  while (ticks_ms == t) {
+  }
+  irq = board_irq_save();
+  pit_load(period, milli);
+  board_irq_restore(irq);
+  return BOARD_TICK_OK;
+}
+
+/* With interrupts off the tick handler cannot run, so a reload since the
+   last tick shows as the pending IRQ 0 instead of in ticks_ms. The count is
+   latched again when the reload is seen, because it may have come between
+   the two reads; the count read last belongs to the tick the IRR says. */
+uint64_t board_time_ns(void)
+{
+  uint32_t irq = board_irq_save();
+  uint32_t ticks = ticks_ms;
+  uint32_t count = pit_count();
+  uint64_t ns;
+
+  if (pit_irq_pending()) {
+    count = pit_count();
+    ticks++;
+  }
+  if (count == 0u || count > tick_period) {
+    count = tick_period; /* not in mode 2's range: read as the start of a tick */
+  }
+  ns = (uint64_t)ticks * NS_PER_MS + (((uint64_t)(tick_period - count) * tick_ns_q32) >> 32);
+  if (ns < last_ns) {
+    ns = last_ns; /* without -icount QEMU's tick timer can fire after the count has reloaded */
+  }
+  last_ns = ns;
+  board_irq_restore(irq);
+  return ns;
+}
+
+uint64_t board_idle_ns(void)
+{
+  uint32_t irq = board_irq_save();
+  uint64_t ns = idle_ns;
+
+  board_irq_restore(irq);
+  return ns;
 }
 
 void board_irq_enable(unsigned irq)
@@ -128,10 +246,40 @@ void board_irq_restore(uint32_t state)
 
 void board_wait_for_interrupt(void)
 {
+  uint64_t t0 = board_time_ns();
+
   /* sti takes effect after the next instruction, so an interrupt pending
      now wakes the hlt instead of running before it; cli then returns to
-     the caller's masked state (board_irq_restore re-enables). */
+     the caller's masked state (board_irq_restore re-enables). The handler
+     that woke the core runs before the cli, so its few hundred instructions
+     count as idle. */
   __asm volatile("sti\n\thlt\n\tcli" ::: "memory");
+  idle_ns += board_time_ns() - t0;
+}
+
+/* Two instructions an iteration (dec, and jnz taken; the last not taken),
+   so under QEMU's -icount N iterations take 2N instructions of the modelled
+   core's time. */
+uint32_t board_spin(uint32_t iterations, int irqs_off)
+{
+  uint32_t state = irqs_off ? board_irq_save() : 0;
+
+  if (iterations > 0u) {
+    __asm volatile("1: decl %0\n\t"
+                   "jnz 1b"
+                   : "+r"(iterations)
+                   :
+                   : "cc");
+  }
+  if (irqs_off) {
+    board_irq_restore(state);
+  }
+  return 0;
+}
+
+uint32_t board_spin_instructions(void)
+{
+  return 2;
 }
 
 static void put_str(const char *s)
