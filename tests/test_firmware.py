@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import pytest
 from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.engine import QemuEngine
+from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
 
 pytestmark = pytest.mark.real
@@ -115,3 +117,19 @@ def test_a_users_own_lwip_tree_is_built_and_a_wrong_one_is_named(n6, tree, tmp_p
     cli = subprocess.run([sys.executable, "-m", "harness.cli", "boot", "openmv-n6"], capture_output=True,
                          text=True, timeout=60, env=env)
     assert cli.returncode == 2 and "is not an lwIP source tree" in cli.stderr and cli.stderr.count("\n") == 1
+
+
+def test_a_boards_apps_come_from_its_make_variable(n6, tree):
+    ethernut = load_platform("ethernut2")
+    assert build_firmware(ethernut, resolve_profile(ethernut, "nutos-default"), tree).apps == ("shell", "discard",
+                                                                                                "echo")
+    assert build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree).apps == ("shell", "iperf", "discard",
+                                                                                  "sockbench", "echo")
+
+
+def test_a_nic_built_for_a_board_of_another_architecture_is_one_line(n6, tree):
+    on_arm = dataclasses.replace(n6, firmware={**n6.firmware, "nic": "e1000"})
+    with pytest.raises(NetreproError) as err:
+        build_firmware(on_arm, resolve_profile(n6, "default"), tree)
+    message = str(err.value)
+    assert "\n" not in message and "NIC e1000 needs an x86 board" in message and "ARCH 'cortex-m'" in message

@@ -71,6 +71,12 @@ static const char *const forced[] = {
 #ifdef NETREPRO_FORCED_LWIP_NETIF_API
   "LWIP_NETIF_API",
 #endif
+#ifdef NETREPRO_FORCED_PPP_SUPPORT
+  "PPP_SUPPORT",
+#endif
+#ifdef NETREPRO_FORCED_LWIP_SNMP
+  "LWIP_SNMP",
+#endif
   NULL
 };
 

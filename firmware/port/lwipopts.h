@@ -3,7 +3,8 @@
  *   1. the profile given by PROFILE_H, then the harness's --set overrides (a netrepro profile or a user's own
  *      lwipopts.h, which may include headers from USER_INC),
  *   2. profiles/base.h: fills in only what the profile left unset,
- *   3. a forced block for what this NO_SYS port cannot support.
+ *   3. a forced block for what this NO_SYS port cannot support, and for the
+ *      apps whose code lwIP's core would call but the firmware does not build.
  * A profile option that layer 3 overrides with a different value is recorded
  * as NETREPRO_FORCED_<name>, which the "opts" command lists as FORCED=.
  */
@@ -29,6 +30,12 @@
 #if defined(LWIP_NETIF_API) && (LWIP_NETIF_API + 0) != 0
 #define NETREPRO_FORCED_LWIP_NETIF_API 1
 #endif
+#if defined(PPP_SUPPORT) && (PPP_SUPPORT + 0) != 0
+#define NETREPRO_FORCED_PPP_SUPPORT 1
+#endif
+#if defined(LWIP_SNMP) && (LWIP_SNMP + 0) != 0
+#define NETREPRO_FORCED_LWIP_SNMP 1
+#endif
 
 #include "../profiles/base.h"
 
@@ -41,5 +48,16 @@
 #define LWIP_NETCONN 0
 #undef LWIP_NETIF_API
 #define LWIP_NETIF_API 0
+
+/* Apps the firmware does not build. A port's file may size pools and set
+   options for any of lwIP's apps (mDNS, DHCP, IGMP, ...): they build, and
+   only the apps the firmware has (make's APPS) run. PPP and SNMP are
+   different: with them on, lwIP's core calls into their code (ppp_init()
+   from lwip_init(), the mib2_* hooks from netif.c), which is not built, and
+   the firmware's one Ethernet netif could use neither. So both are off. */
+#undef PPP_SUPPORT
+#define PPP_SUPPORT 0
+#undef LWIP_SNMP
+#define LWIP_SNMP 0
 
 #endif

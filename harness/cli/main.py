@@ -15,6 +15,7 @@ from harness.analysis import format_table, load_capture
 from harness.analysis.plots import plot_capture
 from harness.cli.bisect import add_bisect_parser
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, size_arg
+from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import parse_rate
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     _firmware_args(run)
     run.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(run)
+    add_time_args(run)
     run.add_argument("--rx-overflow", choices=("hold", "drop"),
                      help="a frame the NIC cannot take when due: the link holds it or drops it "
                           "(default: the platform's [nic] rx_overflow)")
@@ -109,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
     comp.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(comp)
+    add_time_args(comp)
     comp.add_argument("--workload", default="rx", choices=[w for w in WORKLOADS if w not in TWO_WAY])
     comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     comp.add_argument("--chunk", type=size_arg, default=1460, help="discard and sock-*: bytes per write or read")
@@ -125,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--seconds", type=float, default=None, help="seconds per run (default: the report's)")
     repro.add_argument("--case", action="append", default=None, help="run only this case (repeatable)")
     repro.add_argument("--lwip-tree", metavar="DIR", help="lwIP source tree to build")
+    add_time_args(repro)
     repro.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     repro.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
     repro.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -148,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet or args.json)
     document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
-                         progress=progress, lwip_tree_path=args.lwip_tree)
+                         progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args))
     print(json.dumps(document, indent=2) if args.json else format_report(document))
     failed = [c for c in document["cases"] if c["median_mbps"] is None]
     return 1 if failed else 0
@@ -168,7 +172,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workload = Workload(args.workload, seconds=args.seconds, chunk=args.chunk)
     document = compare(platform.name, configurations, link, workload, link_name=_link_name(args),
                        repeats=args.repeats, out=args.out, progress=progress, lwip_tree_path=args.lwip_tree,
-                       boot_timeout=args.timeout)
+                       boot_timeout=args.timeout, time=time_choice(args))
     print(json.dumps(document, indent=2) if args.json else format_comparison(document))
     return 1 if any(c["median_mbps"] is None for c in document["configurations"]) else 0
 
@@ -225,6 +229,12 @@ def _firmware_args(parser: argparse.ArgumentParser) -> None:
                         help="override one lwIP option after the profile (repeatable)")
     parser.add_argument("--lwip-tree", metavar="DIR",
                         help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
+    parser.add_argument("--source", action="append", default=[], metavar="FILE.c",
+                        help="a C file of your port to build into the firmware, e.g. the function your "
+                             "LWIP_RAND() calls (repeatable)")
+    parser.add_argument("--stub-header", action="append", default=[], metavar="NAME",
+                        help="stand an empty header in for one your lwipopts.h includes but the build "
+                             "cannot find, named as the #include writes it, e.g. py/mpconfig.h (repeatable)")
 
 
 def cmd_platforms(args: argparse.Namespace) -> int:
@@ -266,7 +276,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 f"run it as the baseline was: platform {baseline.get('platform')}, link "
                                 f"{baseline.get('link_name') or 'direct'}, workload {baseline['workload']['name']}")
     plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), link, workload,
-                   boot_timeout=args.timeout)
+                   boot_timeout=args.timeout, time=platform.time(time_choice(args)))
     run_dir = make_run_dir(args.out, platform.name, profile.name)
     try:
         result = plan.execute(run_dir, progress)
@@ -341,7 +351,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet or args.json)
     platform = load_platform(args.platform)
     tree = lwip_tree(args.lwip_tree)
-    profile = resolve_profile(platform, args.lwip, args.include, args.set, tree)
+    profile = resolve_profile(platform, args.lwip, args.include, args.set, tree, args.source, args.stub_header)
     firmware = build_firmware(platform, profile, tree, progress.step)
     run_dir = Path(tempfile.mkdtemp(prefix=f"netrepro-boot-{platform.name}-"))
     ok = False
@@ -350,12 +360,14 @@ def cmd_boot(args: argparse.Namespace) -> int:
         with make_engine(platform, firmware.elf, run_dir, run_dir) as engine:
             console = engine.start(timeout=args.timeout)
             options = console.opts()
+            forced = console.forced_options()
             banner_line = (f"netrepro firmware board={console.banner.board} nic={console.banner.nic} "
                            f"lwip={console.banner.lwip} profile={console.banner.profile}")
         result = {"platform": platform.name, "profile": profile.name, "lwip_version": firmware.lwip_version,
                   "firmware": str(firmware.elf), "rebuilt": firmware.rebuilt,
                   "boot_seconds": round(console.boot_seconds or 0.0, 3), "banner": banner_line,
-                  "options": options}
+                  "options": options, "forced": forced, "stand_ins": list(firmware.stand_ins),
+                  "warnings": list(firmware.warnings), "apps": list(firmware.apps)}
         ok = True
     finally:
         if ok:
@@ -369,6 +381,14 @@ def cmd_boot(args: argparse.Namespace) -> int:
         print(f"booted in {result['boot_seconds']} s; firmware {firmware.elf}")
         for name, value in options.items():
             print(f"  {name:<26} {value}")
+        # Only iperf brings one of lwIP's own apps (lwiperf). Options for the others (mDNS, ...) build
+        # and size their pools, but nothing runs them; PPP and SNMP are forced off (FORCED below).
+        lwip_apps = "lwiperf" if "iperf" in firmware.apps else "none"
+        print(f"apps: {', '.join(firmware.apps)} (of lwIP's own apps: {lwip_apps})")
+        if forced:
+            print(f"forced by the firmware's port (firmware/port/lwipopts.h): {', '.join(forced)}")
+        for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
+            print(line)
     return 0
 
 
