@@ -16,7 +16,7 @@ from harness.core.ethernet import wire_bytes
 from harness.link import LinkSpec, read_drops, read_pcap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame  # noqa: E402
+from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
 
 D = 4.0
 
@@ -99,6 +99,5 @@ def test_without_dilation_nothing_changes(root):
 
 
 def test_a_bad_dilation_is_refused(root):
-    with pytest.raises(Exception, match="dilation"):
-        with _bench(LinkSpec(), root, 0.0):
-            pass
+    with pytest.raises(Exception, match="dilation"), _bench(LinkSpec(), root, 0.0):
+        pass

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.link_args import add_link_args, link_spec, size_arg
+from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.rig.build import lwip_tree
@@ -52,6 +53,7 @@ def add_bisect_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="with --lwipopts: the lwIP tree to build against (default: as for run)")
     parser.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(parser)
+    add_time_args(parser)
     parser.add_argument("--workload", default="rx", choices=WORKLOADS)
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run (default 3)")
     parser.add_argument("--bytes", type=size_arg, default=None, help="byte-count variant (discard: default 8 MiB)")
@@ -94,6 +96,7 @@ def bisection_from_args(args: argparse.Namespace) -> Bisection:
     workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk)
     criterion = Criterion(min_mbps=args.min_mbps, window=args.window)
     bisection = Bisection(repo, good, bad, platform, source, link, workload, criterion, progress=progress,
+                          time=platform.time(time_choice(args)),
                           boot_timeout=args.timeout)
     bisection.validate()
     bisection.folder = make_run_dir(args.out, platform.name, "bisect")

@@ -117,6 +117,25 @@ class Console:
         forced = _pairs(self.command("opts")).get("FORCED", "")
         return [name for name in forced.split(",") if name]
 
+    def set_tick_dilation(self, dilation: float) -> int:
+        """Stretch the board's millisecond to `dilation` ms of its emulated clock (device time);
+        returns the timer period the firmware chose."""
+        out = self.command(f"tick {round(dilation * 1000)}")
+        match = re.search(r"TICK dilation_milli=(\d+) period=(\d+)", out)
+        if not match:
+            raise NetreproError(f"the firmware did not confirm its tick: {out.strip()[:80]!r}",
+                                "rebuild the firmware (its `tick` command sets device time)")
+        return int(match.group(2))
+
+    def cpu_load(self, reset: bool = False) -> dict[str, int]:
+        """The board's own measure of its core: busy parts per million, idle and total µs of its time."""
+        out = self.command("cpu reset" if reset else "cpu")
+        match = re.search(r"CPU busy_ppm=(\d+) idle_us=(\d+) total_us=(\d+)", out)
+        if not match:
+            raise NetreproError(f"the firmware did not report its CPU load: {out.strip()[:80]!r}",
+                                "rebuild the firmware (its `cpu` command measures the core's load)")
+        return dict(zip(("busy_ppm", "idle_us", "total_us"), map(int, match.groups()), strict=True))
+
     def uptime_ms(self) -> int:
         """Milliseconds since boot, on the board's own clock."""
         return int(_pairs(self.command("uptime"))["ms"])

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from harness.core.errors import NetreproError
 
 TIME_MODES = ("device", "host")
+DEFAULT_MODE = "host"  # until every report has been rerun in device time
 HOST_MIPS_ENV = "NETREPRO_HOST_MIPS"
 MAX_ICOUNT_SHIFT = 10  # 1000 / 2^10 ~ 1 MIPS: slower than that, a run would take hours
 
@@ -77,6 +78,18 @@ class DeviceTime:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class TimeChoice:
+    """What the user chose (--time, --mips, --host-mips); each platform turns it into its DeviceTime."""
+
+    mode: str = DEFAULT_MODE
+    mips: float | None = None
+    host_mips: float | None = None
+
+    def for_platform(self, engine_kind: str, cpu: CpuModel | None) -> DeviceTime:
+        return plan_time(engine_kind, cpu, self.mode, self.mips, self.host_mips)
+
+
 def icount_shift(host_mips: float) -> int:
     """The -icount shift whose rate (1000 / 2^S MIPS) is the fastest not above host_mips."""
     if host_mips <= 0 or not math.isfinite(host_mips):
@@ -88,7 +101,7 @@ def icount_shift(host_mips: float) -> int:
     return shift
 
 
-def plan_time(engine_kind: str, cpu: CpuModel | None, mode: str = "device", mips: float | None = None,
+def plan_time(engine_kind: str, cpu: CpuModel | None, mode: str = DEFAULT_MODE, mips: float | None = None,
               host_mips: float | None = None) -> DeviceTime:
     """The run's relation of board time to wall time, from the platform's model and the user's overrides.
 

@@ -81,6 +81,8 @@ class QemuEngine:
         self.qmp = self._connect_qmp(timeout)
         console = Console(self.child, self.run_dir / "console.log")
         console.wait_boot(timeout)
+        if self.time.icount_shift is not None:  # the core runs at host_mips: the board's ms lasts D ms
+            console.set_tick_dilation(self.time.dilation)
         return console
 
     def _connect_qmp(self, timeout: float) -> QEMUMonitorProtocol:

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.core.errors import NetreproError
 from harness.core.paths import PROJECT_ROOT
-from harness.rig.devicetime import CpuModel
+from harness.rig.devicetime import CpuModel, DeviceTime, TimeChoice
 
 # section -> {key: required?}; a section marked required must be present.
 _SCHEMA: dict[str, dict[str, bool]] = {
@@ -74,6 +74,10 @@ class Platform:
         if changes.get("rx_overflow", "hold") not in ("hold", "drop"):
             raise NetreproError(f"rx_overflow '{changes['rx_overflow']}' is not hold or drop", "use hold or drop")
         return dataclasses.replace(self, nic={**self.nic, **changes})
+
+    def time(self, choice: TimeChoice) -> DeviceTime:
+        """How this board's time relates to the wall clock for a run, as the user chose."""
+        return choice.for_platform(self.engine["kind"], self.cpu)
 
     def link_preset(self, name: str) -> dict[str, Any]:
         if name not in self.links:

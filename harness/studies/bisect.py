@@ -40,6 +40,7 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.devicetime import DeviceTime
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, known_options, resolve_profile
 from harness.rig.session import make_run_dir
@@ -444,6 +445,7 @@ class Bisection:
     folder: Path | None = None                    # the bisect's folder (default: a new one under ./runs)
     progress: Progress = field(default_factory=lambda: Progress(quiet=True))
     boot_timeout: float = 60.0
+    time: DeviceTime = field(default_factory=lambda: DeviceTime("host"))
     on_step: Callable[[Step], None] = lambda _: None
 
     def validate(self) -> dict[str, str]:
@@ -516,8 +518,8 @@ class Bisection:
         run_dir.mkdir(parents=True, exist_ok=True)
         step.run_dir = str(run_dir)
         try:
-            run = RunPlan(self.platform, firmware, self.link, self.workload,
-                          boot_timeout=self.boot_timeout).execute(run_dir, self.progress)
+            run = RunPlan(self.platform, firmware, self.link, self.workload, boot_timeout=self.boot_timeout,
+                          time=self.time).execute(run_dir, self.progress)
         except NetreproError as exc:
             step.reason, step.error = f"run failed: {exc.problem}", str(exc)
             return step

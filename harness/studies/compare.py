@@ -28,6 +28,7 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
@@ -203,7 +204,7 @@ def _device_receives(analysis: Mapping[str, Any]) -> bool | None:
 def compare(platform_name: str, configurations: Sequence[Configuration], link: LinkSpec, workload: Workload, *,
             link_name: str = "direct", repeats: int = 3, out: Path | None = None,
             progress: Progress | None = None, lwip_tree_path: str | None = None,
-            boot_timeout: float = 60.0) -> dict[str, Any]:
+            boot_timeout: float = 60.0, time: TimeChoice | None = None) -> dict[str, Any]:
     """Run both configurations `repeats` times each (alternating); the document is also written as JSON."""
     progress = progress or Progress(quiet=True)
     if len(configurations) != 2:
@@ -219,7 +220,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
     profiles = [c.profile(platform, tree) for c in configurations]
     labels = configuration_labels(profiles, configurations)
     plans = [RunPlan(platform, build_firmware(platform, p, tree, progress.step), link, workload,
-                     boot_timeout=boot_timeout) for p in profiles]
+                     boot_timeout=boot_timeout, time=platform.time(time or TimeChoice())) for p in profiles]
     slugs = [_slug(p.name) for p in profiles]
     root = make_run_dir(out, f"compare-{platform.name}", f"{slugs[0]}-vs-{slugs[1]}")
     runs: list[list[RunResult]] = [[], []]

@@ -35,6 +35,7 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import PROJECT_ROOT, load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
@@ -67,27 +68,33 @@ def load_report(name: str) -> dict[str, Any]:
 
 def reproduce(name: str, out: Path | None = None, repeats: int | None = None, seconds: float | None = None,
               only: list[str] | None = None, progress: Progress | None = None,
-              lwip_tree_path: str | None = None) -> dict[str, Any]:
+              lwip_tree_path: str | None = None, time: TimeChoice | None = None) -> dict[str, Any]:
     """Run every case of the report; returns {"report", "title", "cases": [...]} and writes it as JSON."""
     progress = progress or Progress(quiet=True)
     report = load_report(name)
     repeats = repeats or int(report.get("repeats", 3))
     tree = lwip_tree(lwip_tree_path)
     root = make_run_dir(out, f"reproduce-{name}", "all")
+    names = [c["case"] for c in report["cases"]]
+    unknown = [n for n in only or [] if n not in names]
+    if unknown:
+        raise NetreproError(f"report {name} has no case '{unknown[0]}'", f"use one of: {', '.join(names)}")
     cases = [c for c in report["cases"] if not only or c["case"] in only]
+    time = time or TimeChoice()
     results: dict[str, CaseResult] = {}
     shared: dict[tuple, tuple[list[RunResult], list[str], str | None]] = {}
     for spec in cases:
         results[spec["case"]] = _run_case(report, spec, root, tree, repeats,
                                           seconds or float(spec.get("seconds", report.get("seconds", 10))),
-                                          progress, shared)
+                                          progress, shared, time)
     for result in results.values():
         judge(result, results)
     platform = load_platform(report["platform"])
     document = {"report": name, "title": report.get("title", name), "source": report.get("source"),
                 "note": report.get("note"), "stand_in": platform.stand_in,
                 "unit": report.get("unit", "Mbit/s"), "unit_bytes": report.get("unit_bytes"),
-                "repeats": repeats, "run_dir": str(root), "cases": [asdict(r) for r in results.values()]}
+                "repeats": repeats, "time": time.mode, "run_dir": str(root),
+                "cases": [asdict(r) for r in results.values()]}
     (root / "reproduce.json").write_text(json.dumps(document, indent=2) + "\n")
     (root / "reproduce.txt").write_text(format_report(document) + "\n")
     return document
@@ -95,7 +102,8 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
 
 def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
               seconds: float, progress: Progress,
-              shared: dict[tuple, tuple[list[RunResult], list[str], str | None]]) -> CaseResult:
+              shared: dict[tuple, tuple[list[RunResult], list[str], str | None]],
+              time: TimeChoice) -> CaseResult:
     platform = load_platform(spec.get("platform", report["platform"]))
     if "rx_overflow" in spec:
         platform = platform.with_nic(rx_overflow=spec["rx_overflow"])
@@ -111,7 +119,7 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     key = (platform.name, profile.name, spec["link"], repr(workload), spec.get("rx_overflow"))
     if key not in shared:
         plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step),
-                       LinkSpec.from_preset(platform.link_preset(spec["link"])), workload)
+                       LinkSpec.from_preset(platform.link_preset(spec["link"])), workload, time=platform.time(time))
         runs, run_dirs, error = [], [], None
         for i in range(repeats):
             run_dir = root / f"{spec['case'].replace(' ', '-')}-{i + 1}"

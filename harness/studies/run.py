@@ -50,6 +50,7 @@ class RunResult:
     seconds: float | dict[str, float] | None = None
     link_counters: dict[str, Any] = field(default_factory=dict)
     time: dict[str, Any] = field(default_factory=dict)  # device time: dilation, rates, whether the host lagged
+    device_cpu: dict[str, float] | None = None  # the board's core over the workload: busy %, busy and total ms
     engine_clock: dict[str, float] | None = None  # simavr: how closely simulated time tracked the wall clock
     device_stats: dict[str, int] = field(default_factory=dict)
     boot_seconds: float | None = None
@@ -125,7 +126,9 @@ class RunPlan:
                 progress.step(f"running {self.workload.name} ({_amount(self.workload)}) over link "
                               f"{_link_text(result.link)}")
                 clock = BoardClock.read(rig)
+                rig.console.cpu_load(reset=True)
                 result.record(run_workload(rig, self.workload), two_way=self.workload.name in TWO_WAY)
+                result.device_cpu = device_cpu(rig.console.cpu_load())
                 result.time = clock.judge(rig, self.time).as_dict()
                 result.device_stats = rig.console.stats()
             result.status = "passed"
@@ -170,6 +173,13 @@ class BoardClock:
         lagged = planned.device and lag_ms > max(LAG_FLOOR_MS, LAG_SHARE * expected_s * 1000)
         return replace(planned, host_lagged=lagged, max_lag_ms=round(lag_ms, 1),
                        realtime_priority=rig.realtime_priority())
+
+
+def device_cpu(load: dict[str, int]) -> dict[str, float]:
+    """The board's own measure of its core over the workload (its time, not the host's)."""
+    busy_us = load["total_us"] - load["idle_us"]
+    return {"busy_percent": round(load["busy_ppm"] / 1e4, 2), "busy_ms": round(busy_us / 1e3, 3),
+            "total_ms": round(load["total_us"] / 1e3, 3)}
 
 
 def analyse_run(result: RunResult) -> CaptureAnalysis:
