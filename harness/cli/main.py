@@ -333,8 +333,25 @@ def format_result(result: RunResult) -> str:
                      f"(min {window.get('min')}, max {window.get('max')}), RTT {analysis.get('rtt_ms')} ms, "
                      f"bound {analysis.get('bound_mbps')} Mbit/s")
         lines.append(f"  verdict  {analysis['verdict']}: {analysis.get('verdict_reason', '')}")
+    lines += _time_lines(result)
     lines.append(f"  folder   {result.run_dir}")
     return "\n".join(lines)
+
+
+def _time_lines(result: RunResult) -> list[str]:
+    """How the run's time relates to the board's, and the board's own measure of its core."""
+    time, lines = result.time, []
+    if time.get("mode") == "device":
+        lines.append(f"  time     device: D = {time['dilation']:g} ({time['model_mips']:g} MIPS modelled, host "
+                     f"{time['host_mips']:g} MIPS)")
+        if time.get("host_lagged"):
+            lines.append(f"  WARNING  the host fell behind the board by {time['max_lag_ms']:g} ms: its timing, and "
+                         "so these figures, are not the board's; run with a larger D (--host-mips)")
+    elif time.get("mode") == "host":
+        lines.append("  time     host: the core ran as fast as this host allows, so timing figures depend on the host")
+    if result.device_cpu:
+        lines.append(f"  cpu      the board's core was busy {result.device_cpu['busy_percent']:g} % of the workload")
+    return lines
 
 
 def _mbps(value: object) -> str:

@@ -69,6 +69,16 @@ class DeviceTime:
         """A rate measured against the wall clock (e.g. by iperf on the peer), in the board's time."""
         return wall_mbps * self.dilation
 
+    def slower(self) -> DeviceTime:
+        """The same model with the host asked for half the rate (twice the dilation): what a run whose
+        host fell behind is repeated at."""
+        if not self.device or self.host_mips is None or self.model_mips is None:
+            return self
+        host = self.host_mips / 2
+        shift = None if self.icount_shift is None else icount_shift(host)
+        return DeviceTime("device", dilation=self.model_mips / host, model_mips=self.model_mips, host_mips=host,
+                          icount_shift=shift)
+
     def qemu_args(self) -> list[str]:
         if self.icount_shift is None:
             return []

@@ -42,7 +42,7 @@ from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, Workload
 from harness.studies.cases import CaseResult, format_number, summarise_runs
 from harness.studies.claims import CHECKS, judge
-from harness.studies.run import RunPlan, RunResult
+from harness.studies.run import RunPlan, RunResult, execute_trusted
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
@@ -126,7 +126,7 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
             run_dir.mkdir()
             progress.step(f"{spec['case']}: run {i + 1} of {repeats}")
             try:
-                runs.append(plan.execute(run_dir))
+                runs.append(execute_trusted(plan, run_dir))
             except NetreproError as exc:
                 error = str(exc)
             run_dirs.append(str(run_dir))

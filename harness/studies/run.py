@@ -182,6 +182,21 @@ def device_cpu(load: dict[str, int]) -> dict[str, float]:
             "total_ms": round(load["total_us"] / 1e3, 3)}
 
 
+def execute_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> RunResult:
+    """Execute the plan; a device-time run whose host fell behind is repeated once at twice the dilation
+    (in RUN_DIR-slower), and the repeat's result stands, still marked if that host lagged too."""
+    result = plan.execute(run_dir, progress)
+    if not result.time.get("host_lagged"):
+        return result
+    slower = plan.time.slower()
+    (progress or Progress(quiet=True)).warn(
+        f"the host fell behind the board by {result.time['max_lag_ms']:g} ms at D = {plan.time.dilation:g}; "
+        f"repeating at D = {slower.dilation:g}")
+    retry_dir = run_dir.with_name(run_dir.name + "-slower")
+    retry_dir.mkdir()
+    return replace(plan, time=slower).execute(retry_dir, progress)
+
+
 def analyse_run(result: RunResult) -> CaptureAnalysis:
     """Add the capture's analysis and plots to the result of a finished run."""
     analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=data_rate_bps(result),

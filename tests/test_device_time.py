@@ -1,0 +1,61 @@
+"""Device time through the real chain: QEMU counting instructions, the board's tick and the link stretched
+by D, the capture in the board's time, the host's lag detected, the board's CPU load recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.link import LinkSpec
+from harness.rig.devicetime import TimeChoice
+from harness.rig.workload import Workload
+from harness.studies.run import Configuration, RunPlan
+
+pytestmark = pytest.mark.real
+
+TIME_KEYS = {"mode", "dilation", "model_mips", "host_mips", "icount_shift", "realtime_priority", "host_lagged",
+             "max_lag_ms"}
+
+
+def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
+    firmware = Configuration("mp-n6-after").build(n6, tree)
+    time = n6.time(TimeChoice("device"))
+    plan = RunPlan(n6, firmware, LinkSpec.from_preset(n6.link_preset("wifi")), Workload("sock-rx", seconds=2), time=time)
+    result = plan.execute(tmp_path)
+    assert set(result.time) == TIME_KEYS
+    assert (result.time["mode"], result.time["dilation"], result.time["icount_shift"]) == ("device", 3.2, 2)
+    # the link's 5.5 ms (plus the board's own turnaround) as the capture shows it, though it took D times longer
+    assert 5.5 <= result.analysis["rtt_ms"] < 9.0
+    assert result.analysis["device_mss"] == 1460 and result.analysis["device_window"]["max"] == 46720
+    stats = json.loads(Path(tmp_path, "link-stats.json").read_text())
+    assert stats["dilation"] == 3.2
+    assert 0 <= result.device_cpu["busy_percent"] <= 100
+    assert result.device_cpu["total_ms"] > 0
+
+
+def test_an_impossible_host_rate_is_detected(tmp_path, no_leftovers):
+    """1000 MIPS (-icount shift=0) is beyond this host: the board's clock falls behind wall time / D."""
+    out = tmp_path / "runs"
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--lwip", "mp-n6-after",
+                           "--link", "wifi", "--workload", "sock-rx", "--seconds", "2", "--time", "device",
+                           "--host-mips", "1000", "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "true"})
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = out.iterdir()
+    time = json.loads((run_dir / "result.json").read_text())["time"]
+    assert time["icount_shift"] == 0 and time["dilation"] == 0.8
+    assert time["host_lagged"] is True and time["max_lag_ms"] > 20
+    assert "WARNING  the host fell behind the board" in proc.stdout
+
+
+def test_host_time_says_its_figures_depend_on_the_host(n6, tree, tmp_path):
+    firmware = Configuration("mp-n6-after").build(n6, tree)
+    result = RunPlan(n6, firmware, LinkSpec(), Workload("sock-rx", seconds=1)).execute(tmp_path)
+    assert (result.time["mode"], result.time["dilation"], result.time["icount_shift"]) == ("host", 1.0, None)
+    assert result.time["host_lagged"] is False
+    assert 0 <= result.device_cpu["busy_percent"] <= 100
