@@ -181,11 +181,14 @@ def test_a_configuration_without_a_successful_run_shows_as_failed():
 
 
 def test_set_and_include_belong_to_the_lwip_before_them():
-    args = build_parser().parse_args(["compare", "openmv-n6", "--set", "TCP_MSS=1200", "--lwip", "mp-n6-before",
-                                 "-I", "/tmp", "--lwip", "mp-n6-before", "--set", "TCP_WND=24*TCP_MSS"])
-    assert args.shared == {"include": [], "set": ["TCP_MSS=1200"]}
-    assert args.configurations == [{"lwip": "mp-n6-before", "include": ["/tmp"], "set": []},
-                                   {"lwip": "mp-n6-before", "include": [], "set": ["TCP_WND=24*TCP_MSS"]}]
+    args = build_parser().parse_args(["compare", "openmv-n6", "--set", "TCP_MSS=1200", "--source", "hooks.c",
+                                      "--lwip", "mp-n6-before", "-I", "/tmp", "--stub-header", "py/mpconfig.h",
+                                      "--lwip", "mp-n6-before", "--set", "TCP_WND=24*TCP_MSS"])
+    none = {"include": [], "set": [], "source": [], "stub_header": []}
+    assert args.shared == {**none, "set": ["TCP_MSS=1200"], "source": ["hooks.c"]}
+    assert args.configurations == [
+        {"lwip": "mp-n6-before", **none, "include": ["/tmp"], "stub_header": ["py/mpconfig.h"]},
+        {"lwip": "mp-n6-before", **none, "set": ["TCP_WND=24*TCP_MSS"]}]
 
 
 def test_compare_needs_two_configurations():

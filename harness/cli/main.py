@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="include directory for the configuration before it (before the first --lwip: both)")
     comp.add_argument("--set", action=_ConfigurationAction, metavar="NAME=VALUE",
                       help="override one option of the configuration before it (before the first --lwip: both)")
+    comp.add_argument("--source", action=_ConfigurationAction, metavar="FILE.c",
+                      help="a C file for the configuration before it (a port's own hooks; before the first: both)")
+    comp.add_argument("--stub-header", action=_ConfigurationAction, metavar="NAME",
+                      help="stand an empty header in for NAME in the configuration before it (before the first: both)")
     comp.add_argument("--lwip-tree", metavar="DIR",
                       help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
     comp.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
@@ -163,9 +167,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(configs) != 2:
         raise NetreproError(f"compare needs two configurations, got {len(configs)}",
                             "give --lwip twice, e.g. --lwip mp-n6-before --lwip mp-n6-after")
-    shared = args.shared or {"include": [], "set": []}
-    configurations = [Configuration(c["lwip"], tuple(shared["include"] + c["include"]),
-                                    tuple(shared["set"] + c["set"])) for c in configs]
+    shared = args.shared or {key: [] for key in _PER_CONFIGURATION}
+    configurations = [Configuration(c["lwip"], *(tuple(shared[key] + c[key]) for key in _PER_CONFIGURATION))
+                      for c in configs]
     progress = Progress(quiet=args.quiet or args.json)
     platform = load_platform(args.platform)
     link = link_spec(args, platform)
@@ -177,6 +181,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if any(c["median_mbps"] is None for c in document["configurations"]) else 0
 
 
+_PER_CONFIGURATION = ("include", "set", "source", "stub_header")  # what follows a --lwip belongs to it
+
+
 class _ConfigurationAction(argparse.Action):
     """--lwip starts a configuration; -I and --set belong to the --lwip before them (before the first: to both)."""
 
@@ -184,10 +191,10 @@ class _ConfigurationAction(argparse.Action):
                  option_string: str | None = None) -> None:
         configs = list(namespace.configurations or [])
         if self.dest == "lwip":
-            configs.append({"lwip": values, "include": [], "set": []})
+            configs.append({"lwip": values, **{key: [] for key in _PER_CONFIGURATION}})
         else:
             if not configs and namespace.shared is None:
-                namespace.shared = {"include": [], "set": []}
+                namespace.shared = {key: [] for key in _PER_CONFIGURATION}
             (configs[-1] if configs else namespace.shared)[self.dest].append(values)
         namespace.configurations = configs
 
@@ -259,7 +266,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.rx_overflow:
         platform = platform.with_nic(rx_overflow=args.rx_overflow)
     tree = lwip_tree(args.lwip_tree)
-    configuration = Configuration(args.lwip, tuple(args.include), tuple(args.set))
+    configuration = Configuration(args.lwip, tuple(args.include), tuple(args.set), tuple(args.source),
+                                  tuple(args.stub_header))
     profile = configuration.profile(platform, tree)
     link = link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk,

@@ -44,6 +44,9 @@ class RunResult:
     status: str = "running"
     error: str | None = None
     options: dict[str, int] = field(default_factory=dict)
+    stand_ins: list[str] = field(default_factory=list)       # what netrepro stood in for the port's own hooks
+    build_warnings: list[str] = field(default_factory=list)  # e.g. options this lwIP does not know
+    apps: list[str] = field(default_factory=list)            # the apps the firmware was built with
     throughput_mbps: float | dict[str, float] | None = None
     per_second_mbps: list[float] | dict[str, list[float]] = field(default_factory=list)
     bytes: int | dict[str, int] | None = None
@@ -79,14 +82,18 @@ class RunResult:
 
 @dataclass(frozen=True)
 class Configuration:
-    """A firmware as the command line gives it: --lwip NAME_OR_PATH, -I DIR, --set NAME=VALUE."""
+    """A firmware as the command line gives it: --lwip NAME_OR_PATH, -I DIR, --set NAME=VALUE, and for a
+    port's own lwipopts.h --source FILE.c and --stub-header NAME."""
 
     lwip: str | None = None
     include: tuple[str, ...] = ()
     set: tuple[str, ...] = ()
+    source: tuple[str, ...] = ()
+    stub_header: tuple[str, ...] = ()
 
     def profile(self, platform: Platform, tree: Path) -> Profile:
-        return resolve_profile(platform, self.lwip, list(self.include), list(self.set), tree)
+        return resolve_profile(platform, self.lwip, list(self.include), list(self.set), tree, list(self.source),
+                               list(self.stub_header))
 
     def build(self, platform: Platform, tree: Path, progress: Progress | None = None) -> Firmware:
         """The firmware (built now, or reused from the cache); a profile that does not compile is a one-line error."""
@@ -117,7 +124,8 @@ class RunPlan:
                            lwip_version=self.firmware.lwip_version, link=rig.link_run.as_dict(),
                            workload=self.workload.describe(), run_dir=str(run_dir),
                            capture=str(run_dir / "capture.pcap"), console_log=str(run_dir / "console.log"),
-                           device=rig.addresses.device)
+                           device=rig.addresses.device, stand_ins=list(self.firmware.stand_ins),
+                           build_warnings=list(self.firmware.warnings), apps=list(self.firmware.apps))
         (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
         try:
             with rig:
