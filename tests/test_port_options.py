@@ -260,3 +260,22 @@ def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_hea
     assert key(sources=[str(source)]) != with_source
     (locking_port.parent / "inc" / "port_config.h").write_text("#define PORT_TCP_MSS 1000\n")
     assert key() != plain
+
+
+def test_run_and_compare_take_a_ports_file_as_it_is(port, tmp_path, no_leftovers):
+    """The worked example: the port's file with `run`, then beside a report profile with `compare`."""
+    out = tmp_path / "runs"
+    run = _netrepro("run", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h", "--link", "wifi",
+                    "--workload", "sock-rx", "--seconds", "2", "--out", str(out), "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert "trng_random_u32 -> board RNG" in result["stand_ins"]
+    assert result["options"]["TCP_WND"] == 4 * MSS and result["analysis"]["device_window"]["max"] == 4 * MSS
+    compare = _netrepro("compare", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h",
+                        "--lwip", "mp-n6-after", "--link", "wifi", "--workload", "sock-rx", "--seconds", "2",
+                        "--repeats", "1", "--out", str(out), "--json")
+    assert compare.returncode == 0, compare.stderr
+    document = json.loads(compare.stdout)
+    differing = {d["name"]: (d["a"], d["b"]) for d in document["differing_options"]}
+    assert differing["TCP_WND"] == (4 * MSS, 32 * MSS)
+    assert [c["verdict"] for c in document["configurations"]] == ["window-limited", "link-limited"]
