@@ -13,7 +13,6 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import pexpect
 from qemu.qmp.legacy import QEMUMonitorProtocol
@@ -34,18 +33,50 @@ class NicBackend:
     remote: Path  # the link binds this; QEMU sends frames here
 
 
-class QemuEngine:
+class EngineProcess:
+    """What every engine shares: one firmware image run by one child process whose terminal is the console."""
+
+    def __init__(self, platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
+                 nic: NicBackend | None = None, time: DeviceTime | None = None) -> None:
+        self.platform = platform
+        self.elf = elf
+        self.run_dir = run_dir
+        self.sock_dir = sock_dir
+        self.nic = nic
+        self.time = time or DeviceTime("host")
+        self.child: pexpect.spawn | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.child.pid if self.child is not None else None
+
+    def start(self, timeout: float = 30.0) -> Console:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def status(self) -> str:
+        raise NotImplementedError
+
+    def clock_report(self) -> dict[str, float] | None:
+        """How closely a self-paced engine tracked the wall clock (None: nothing to report)."""
+        return None
+
+    def __enter__(self) -> EngineProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class QemuEngine(EngineProcess):
     """One QEMU process running one firmware image; a context manager that always cleans up."""
 
     def __init__(self, platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
                  nic: NicBackend | None = None, time: DeviceTime | None = None) -> None:
-        self.time = time or DeviceTime("host")
-        self.platform = platform
-        self.elf = elf
-        self.run_dir = run_dir
+        super().__init__(platform, elf, run_dir, sock_dir, nic, time)
         self.qmp_path = sock_dir / "qmp.sock"
-        self.nic = nic
-        self.child: pexpect.spawn | None = None
         self.qmp: QEMUMonitorProtocol | None = None
 
     def argv(self) -> list[str]:
@@ -105,10 +136,6 @@ class QemuEngine:
             return (rest.strip().splitlines() or ["no output"])[-1]
         return "no output"
 
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid if self.child is not None else None
-
     def status(self) -> str:
         """QEMU's run state as QMP reports it ('running', 'paused', ...)."""
         if self.qmp is None:
@@ -127,18 +154,8 @@ class QemuEngine:
             stop(self.child, sig=None)  # asked over QMP
             self.child = None
 
-    def clock_report(self) -> dict[str, float] | None:
-        """QEMU runs free of the wall clock: nothing to report on how it tracked it."""
-        return None
 
-    def __enter__(self) -> QemuEngine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class SimavrBoardHost:
+class SimavrBoardHost(EngineProcess):
     """The Ethernut 2 board host (simavr + netrepro's XMEM bus and LAN91C111) running one AVR image.
 
     The host is netrepro's own C program, kept beside the platform description
@@ -150,13 +167,7 @@ class SimavrBoardHost:
 
     def __init__(self, platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
                  nic: NicBackend | None = None, time: DeviceTime | None = None) -> None:
-        self.time = time or DeviceTime("host")
-        self.platform = platform
-        self.elf = elf
-        self.run_dir = run_dir
-        self.sock_dir = sock_dir
-        self.nic = nic
-        self.child: pexpect.spawn | None = None
+        super().__init__(platform, elf, run_dir, sock_dir, nic, time)
         self.host_log = run_dir / "host.log"
 
     def host(self) -> Path:
@@ -201,10 +212,6 @@ class SimavrBoardHost:
             return lines[-1].removeprefix("netrepro-ethernut: ") if lines else ""
         return ""
 
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid if self.child is not None else None
-
     def status(self) -> str:
         return "running" if self.child is not None and self.child.isalive() else "stopped"
 
@@ -218,12 +225,6 @@ class SimavrBoardHost:
     def clock_report(self) -> dict[str, float] | None:
         """How closely simulated time tracked the wall clock, from the host's exit summary."""
         return parse_host_summary(self.host_message())
-
-    def __enter__(self) -> SimavrBoardHost:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def parse_host_summary(line: str) -> dict[str, float] | None:
@@ -241,18 +242,9 @@ def parse_host_summary(line: str) -> dict[str, float] | None:
     return {key: float(m.group(1)) for key, m in found.items() if m}
 
 
-class Engine(Protocol):
-    """What a session needs of an engine, whichever the platform names."""
+Engine = EngineProcess
 
-    def start(self, timeout: float = 30.0) -> Console: ...
-    def stop(self) -> None: ...
-    def status(self) -> str: ...
-    @property
-    def pid(self) -> int | None: ...
-    def clock_report(self) -> dict[str, float] | None: ...
-
-
-ENGINES: dict[str, type[QemuEngine] | type[SimavrBoardHost]] = {"qemu": QemuEngine, "simavr": SimavrBoardHost}
+ENGINES: dict[str, type[EngineProcess]] = {"qemu": QemuEngine, "simavr": SimavrBoardHost}
 
 
 def make_engine(platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,

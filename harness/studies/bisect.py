@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 import difflib
 import fcntl
-import functools
 import json
 import os
 import posixpath
@@ -42,7 +41,7 @@ from harness.link import LinkSpec
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import DeviceTime
 from harness.rig.platform import Platform
-from harness.rig.profile import Profile, known_options, resolve_profile
+from harness.rig.profile import Profile, known_options, lwip_identifiers, resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import Workload
 from harness.studies.run import RunPlan, RunResult
@@ -303,21 +302,12 @@ def unknown_options(header: Path, tree: Path) -> list[tuple[str, str]]:
     known = sorted(known_options(tree))
     found = []
     for name in dict.fromkeys(re.findall(r"^\s*#\s*define\s+([A-Z][A-Z0-9_]*)\b(?!\()", text, re.M)):
-        if name in _lwip_identifiers(tree) or len(re.findall(rf"\b{name}\b", text)) > 1:
+        if name in lwip_identifiers(tree) or len(re.findall(rf"\b{name}\b", text)) > 1:
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
         if close:
             found.append((name, close[0]))
     return found
-
-
-@functools.lru_cache(maxsize=4)
-def _lwip_identifiers(tree: Path) -> frozenset[str]:
-    names: set[str] = set()
-    for path in (tree / "src").rglob("*"):
-        if path.suffix in (".c", ".h") and path.is_file():
-            names.update(re.findall(r"\b[A-Z][A-Z0-9_]{2,}\b", path.read_text(errors="replace")))
-    return frozenset(names)
 
 
 # ------------------------------------------------------------------ judging a run
