@@ -60,3 +60,16 @@ def test_host_time_says_its_figures_depend_on_the_host(n6, tree, tmp_path):
     assert (result.time["mode"], result.time["dilation"], result.time["icount_shift"]) == ("host", 1.0, None)
     assert result.time["host_lagged"] is False
     assert 0 <= result.device_cpu["busy_percent"] <= 100
+
+
+def test_a_qemu_that_refuses_its_arguments_is_one_line(tmp_path):
+    """QEMU opens its QMP socket before it checks every option: its own message must still come out."""
+    text = (Path(__file__).resolve().parent.parent / "platforms" / "openmv-n6.toml").read_text()
+    bad = tmp_path / "refused.toml"
+    refused = 'extra_args = ["-icount", "shift=2,align=on,sleep=off"]'
+    bad.write_text(text.replace('boot = "kernel"', f'boot = "kernel"\n{refused}'))
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "boot", str(bad), "--quiet"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "CI": "true"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("netrepro: error: QEMU exited at start: ") and "align=on and sleep=off" in error

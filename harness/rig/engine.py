@@ -127,7 +127,11 @@ class QemuEngine(EngineProcess):
                                     "check that the platform's machine exists in this QEMU")
             time.sleep(0.02)
         qmp = QEMUMonitorProtocol(str(self.qmp_path))
-        qmp.connect()
+        try:
+            qmp.connect()
+        except Exception as exc:  # QEMU refused its arguments after opening the socket, or died
+            raise NetreproError(f"QEMU exited at start: {self._exit_reason()}",
+                                f"see {self.run_dir / 'qemu-cmdline.txt'}") from exc
         return qmp
 
     def _exit_reason(self) -> str:
