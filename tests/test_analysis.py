@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -320,33 +319,27 @@ def test_growing_congestion_window_is_not_a_send_buffer(capdir):
     assert "no fixed ceiling" in a.verdict_reason and "congestion window" in a.verdict_reason
 
 
-def _real_n6_tx_run(case: str) -> Path | str:
-    """A netrepro openmv-n6 run folder for case ("before"/"after"), or why there is none.
+# The openmv-n6 "wifi tx" runs (sock-tx; TCP_SND_BUF 16*MSS in both profiles; link wifi: 43 Mbit/s, 2.75 ms each
+# way), as the synthetic twins above; the "after" run's capture stalled once, stamping a data segment 3 ms late.
+N6_TX_RUNS = {"before": TX_SNDBUF, "after": dataclasses.replace(TX_SNDBUF, device_stall=(0.5, 0.003))}
 
-    $NETREPRO_N6_RUNS names the reproduce folder; otherwise the newest /tmp/repro/* holding an
-    openmv-n6 report with that case.
-    """
-    env = os.environ.get("NETREPRO_N6_RUNS")
-    roots = [Path(env)] if env else sorted(Path("/tmp/repro").glob("*/"), key=lambda d: d.stat().st_mtime,
-                                           reverse=True)
-    for root in roots:
-        run = root / f"wifi-tx-{case}-1"
-        try:
-            report = json.loads((root / "reproduce.json").read_text()).get("report")
-        except (OSError, ValueError):
-            continue
-        if report == "openmv-n6" and all((run / f).is_file() for f in ("capture.pcap", "result.json", "link.json")):
-            return run
-    where = env or "/tmp/repro"
-    return f"no openmv-n6 wifi-tx-{case}-1 run (capture.pcap, result.json, link.json) under {where}"
+
+def _n6_tx_run(folder: Path, case: str) -> Path:
+    """A run folder as netrepro writes one (capture.pcap, result.json, link.json) for an openmv-n6 wifi tx case."""
+    sc = N6_TX_RUNS[case]
+    run = folder / f"wifi-tx-{case}-1"
+    run.mkdir()
+    write_scenario(run / "capture.pcap", sc)
+    (run / "result.json").write_text(json.dumps({"options": {"TCP_MSS": sc.device_mss, "TCP_SND_BUF": sc.snd_buf}}))
+    (run / "link.json").write_text(json.dumps({"to_peer": {"rate_bps": sc.rate_bps, "delay_s": sc.rtt / 2},
+                                               "to_device": {"rate_bps": sc.rate_bps, "delay_s": sc.rtt / 2}}))
+    return run
 
 
 @pytest.mark.parametrize("case", ["before", "after"])
-def test_real_lwip_transmit_runs_are_send_buffer_limited(case):
-    """The netrepro runs the synthetic twins above stand for, when they are still on disk."""
-    run = _real_n6_tx_run(case)
-    if isinstance(run, str):
-        pytest.skip(run)
+def test_lwip_transmit_runs_are_send_buffer_limited(tmp_path, case):
+    """An openmv-n6 wifi tx run folder, read as a user reads one: the verdict names the send buffer of result.json."""
+    run = _n6_tx_run(tmp_path, case)
     result = json.loads((run / "result.json").read_text())
     link = json.loads((run / "link.json").read_text())
     snd_buf = result["options"]["TCP_SND_BUF"]

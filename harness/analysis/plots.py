@@ -14,7 +14,7 @@ from pathlib import Path
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from harness.analysis import CaptureAnalysis
+from harness.analysis.capture_analysis import CaptureAnalysis
 
 COLOURS = {
     "data": "#1f4e9c",       # sender's segments

@@ -1,0 +1,254 @@
+"""Reading a capture: tshark's TCP dissection as rows of fields, through pyshark's machinery.
+
+pyshark's per-packet objects (PDML, JSON or EK) cost tens of microseconds each, and pyshark's
+EK/JSON readers cannot take a ``-e`` field selection (they expect a ``frame`` layer that field
+output does not have). ``TsharkFields`` is therefore a pyshark ``FileCapture`` that asks tshark
+for tab-separated fields (``-T fields -e ...``) and reads them in large chunks through pyshark's
+output-parser interface; parameters, preferences and the capture loop are pyshark's. tshark
+itself is started with ``subprocess.Popen`` and its pipes are attached to the loop, so no
+asyncio child watcher is involved. The whole read runs in a worker thread with its own event
+loop: it works from inside a running asyncio program, from a pytest test, and after other code
+has installed a signal-based child watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import functools
+import subprocess
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import NetreproError
+
+# tshark preferences: timestamps per conversation, relative sequence numbers, the sequence
+# analysis (retransmissions, in flight, RTT). No reassembly: nothing above TCP is needed.
+TSHARK_PREFS = {
+    "tcp.calculate_timestamps": "TRUE",
+    "tcp.relative_sequence_numbers": "TRUE",
+    "tcp.analyze_sequence_numbers": "TRUE",
+    "tcp.track_bytes_in_flight": "TRUE",
+    "tcp.desegment_tcp_streams": "FALSE",
+    "tcp.try_heuristic_first": "FALSE",
+    "tcp.check_checksum": "FALSE",
+}
+
+# (column name, tshark field): one row per frame holds these, in this order
+FIELDS = (
+    ("num", "frame.number"),
+    ("t", "frame.time_relative"),
+    ("len", "frame.len"),
+    ("caplen", "frame.cap_len"),
+    ("protocols", "frame.protocols"),
+    ("ip_src", "ip.src"),
+    ("ip_dst", "ip.dst"),
+    ("ip6_src", "ipv6.src"),
+    ("ip6_dst", "ipv6.dst"),
+    ("ip_proto", "ip.proto"),
+    ("ip6_nxt", "ipv6.nxt"),
+    ("stream", "tcp.stream"),
+    ("sport", "tcp.srcport"),
+    ("dport", "tcp.dstport"),
+    ("flags", "tcp.flags"),
+    ("seq", "tcp.seq"),
+    ("ack", "tcp.ack"),
+    ("tcplen", "tcp.len"),
+    ("nxtseq", "tcp.nxtseq"),
+    ("win_raw", "tcp.window_size_value"),
+    ("win", "tcp.window_size"),
+    ("scale", "tcp.window_size_scalefactor"),
+    ("mss", "tcp.options.mss_val"),
+    ("wscale", "tcp.options.wscale.shift"),
+    ("sack_perm", "tcp.options.sack_perm"),
+    ("tsval", "tcp.options.timestamp.tsval"),
+    ("tsecr", "tcp.options.timestamp.tsecr"),
+    ("retrans", "tcp.analysis.retransmission"),
+    ("fast", "tcp.analysis.fast_retransmission"),
+    ("spurious", "tcp.analysis.spurious_retransmission"),
+    ("dupack", "tcp.analysis.duplicate_ack"),
+    ("zerowin", "tcp.analysis.zero_window"),
+    ("winfull", "tcp.analysis.window_full"),
+    ("ooo", "tcp.analysis.out_of_order"),
+    ("lost", "tcp.analysis.lost_segment"),
+    ("ack_rtt", "tcp.analysis.ack_rtt"),
+    ("bif", "tcp.analysis.bytes_in_flight"),
+    ("irtt", "tcp.analysis.initial_rtt"),
+    ("keepalive", "tcp.analysis.keep_alive"),
+    ("zwp", "tcp.analysis.zero_window_probe"),
+)
+TSHARK_FIELDS = tuple(f for _, f in FIELDS)
+COLUMN = {name: i for i, (name, _) in enumerate(FIELDS)}
+
+Row = list[str]
+
+
+@functools.cache
+def _pyshark_classes() -> type:
+    """pyshark's classes, imported on first use (pyshark pulls in lxml and friends)."""
+    from pyshark.capture.file_capture import FileCapture
+    from pyshark.tshark.output_parser.base_parser import BaseTsharkOutputParser
+
+    class FieldRows(BaseTsharkOutputParser):
+        """Output parser for ``-T fields``: hands over every complete line read so far, as one batch."""
+
+        DEFAULT_BATCH_SIZE = 1 << 20
+
+        def _extract_packet_from_data(self, data, got_first_packet=True):
+            end = data.rfind(b"\n")
+            if end < 0:
+                return None, data
+            return data[: end + 1], data[end + 1 :]
+
+        def _parse_single_packet(self, packet):
+            return [line.split("\t") for line in packet.decode("utf-8", "replace").split("\n") if line]
+
+    class PipeProcess:
+        """What pyshark expects of an asyncio subprocess, over a plain Popen (no child watcher)."""
+
+        def __init__(self, popen: subprocess.Popen, stdout, stderr) -> None:
+            self.popen, self.stdout, self.stderr, self.pid = popen, stdout, stderr, popen.pid
+
+        @property
+        def returncode(self):
+            return self.popen.poll()
+
+        def kill(self) -> None:
+            if self.popen.poll() is None:
+                self.popen.kill()
+
+        async def wait(self) -> int:
+            try:
+                return self.popen.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                return self.popen.wait()
+
+    async def pipe_reader(loop, pipe):
+        reader = asyncio.StreamReader(limit=1 << 24, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+        return reader
+
+    class TsharkFields(FileCapture):
+        """pyshark FileCapture reading tshark's field output (-T fields) in batches of rows."""
+
+        def __init__(self, path: Path, fields: Sequence[str], prefs: dict[str, str], loop) -> None:
+            params = ["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f", "-E", "header=n", "-E", "quote=n"]
+            for name in fields:
+                params += ["-e", name]
+            super().__init__(str(path), keep_packets=False, override_prefs=prefs, eventloop=loop,
+                             custom_parameters=params)
+            self.stderr_lines: list[str] = []
+            self.returncode: int | None = None
+
+        async def _get_tshark_process(self, packet_count=None, stdin=None):
+            self._verify_capture_parameters()
+            parameters = [self._get_tshark_path(), "-n", *self.get_parameters(packet_count=packet_count)]
+            popen = subprocess.Popen(parameters, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+            with contextlib.suppress(OSError):  # a deep pipe: tshark does not wait while rows are parsed
+                fcntl.fcntl(popen.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+            process = PipeProcess(popen, await pipe_reader(self.eventloop, popen.stdout),
+                                  await pipe_reader(self.eventloop, popen.stderr))
+            self._create_stderr_handling_task(process.stderr)
+            self._created_new_process(parameters, process)
+            return process
+
+        def _setup_tshark_output_parser(self):
+            return FieldRows()
+
+        async def _handle_process_stderr_forever(self, stderr):
+            while line := await stderr.readline():
+                self.stderr_lines.append(line.decode("utf-8", "replace").strip())
+
+        async def _cleanup_subprocess(self, process):
+            self.returncode = await process.wait()
+
+    return TsharkFields
+
+
+@dataclass(frozen=True)
+class TsharkOutput:
+    rows: list[Row]
+    returncode: int
+    stderr: list[str]
+
+
+def _read_in_this_thread(path: Path, box: dict[str, Any]) -> None:
+    """The read on a fresh event loop; the output or the exception goes into box."""
+    loop = asyncio.new_event_loop()
+    capture = None
+    try:
+        capture = _pyshark_classes()(path, TSHARK_FIELDS, TSHARK_PREFS, loop)
+        rows: list[Row] = []
+        capture.apply_on_packets(rows.extend)
+        box["out"] = TsharkOutput(rows, capture.returncode or 0, capture.stderr_lines)
+    except BaseException as exc:  # handed to the calling thread
+        box["error"] = exc
+        if capture is not None:  # do not leave tshark running, nor pyshark's __del__ a closed loop
+            for process in list(capture._running_processes):
+                process.kill()
+            with contextlib.suppress(Exception):
+                capture.close()
+            capture._running_processes.clear()
+    finally:
+        loop.close()
+
+
+def run_tshark(path: Path) -> TsharkOutput:
+    """tshark's fields for every frame, read in a worker thread with its own event loop."""
+    box: dict[str, Any] = {}
+    worker = threading.Thread(target=_read_in_this_thread, args=(path, box), name="netrepro-tshark", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        exc = box["error"]
+        if type(exc).__name__ == "TSharkNotFoundException":
+            raise NetreproError("tshark not found", "install it: apt-get install tshark") from None
+        raise exc
+    return box["out"]
+
+
+def check_capture_file(path: Path) -> None:
+    """A one-line error for a path that cannot hold a capture (missing, a directory, empty)."""
+    if not path.exists():
+        raise NetreproError(f"capture {path} not found", "check the path (a run keeps it as capture.pcap)")
+    if path.is_dir():
+        raise NetreproError(f"{path} is a directory, not a capture", "give the capture file, e.g. RUN/capture.pcap")
+    if path.stat().st_size == 0:
+        raise NetreproError(f"capture {path} is empty (0 bytes)", "the capture was never written: check the link's log")
+
+
+@dataclass(frozen=True)
+class CaptureRows:
+    """tshark's rows of a capture file, and what was wrong with the file if it could still be read."""
+
+    rows: list[Row]
+    warnings: tuple[str, ...] = ()
+
+
+def read_capture(path: Path) -> CaptureRows:
+    """The rows of a capture; a capture cut short gives its complete frames and a warning.
+
+    Raises NetreproError (one line) when tshark is missing or cannot read the file.
+    """
+    out = run_tshark(path)
+    if out.returncode == 0:
+        return CaptureRows(out.rows)
+    errors = [line for line in out.stderr if line and not line.startswith("Running as user")]
+    message = errors[-1] if errors else f"tshark exited with status {out.returncode}"
+    message = message.removeprefix("tshark: ")
+    if "cut short in the middle of a packet" in message or "damaged or corrupt" in message:
+        if not out.rows:
+            raise NetreproError(f"capture {path} is damaged: {message}", "recapture; nothing could be read")
+        what = "cut short in the middle of frame" if "cut short" in message else "damaged after frame"
+        return CaptureRows(out.rows, (f"capture file {what} {len(out.rows) + 1} (was its writer stopped?); "
+                                      f"analysed the {len(out.rows)} complete frames",))
+    if "isn't a capture file" in message or "unknown file format" in message.lower():
+        raise NetreproError(f"{path} is not a capture file tshark can read",
+                            "give a pcap or pcapng file (a run keeps it as capture.pcap)")
+    raise NetreproError(f"tshark cannot read {path}: {message}", "check the file with capinfos")

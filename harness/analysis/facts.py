@@ -1,0 +1,351 @@
+"""The facts of a capture: what each TCP side advertised and did, measured, never judged.
+
+Every fact comes from Wireshark's own TCP dissection (tshark): options, scaled windows, relative
+sequence numbers, retransmission/duplicate-ACK/zero-window flags, ACK RTTs, bytes in flight.
+This module groups, times and counts those fields per side; ``transfer`` does the same for the
+data direction; ``verdict.judge`` reads the result.
+
+Device and peer. netrepro captures at the device. The device is the endpoint whose address the
+caller gives (``device_ip``); without it, the endpoint nearest the capture point, judged by how
+quickly each side answers (handshake turn-around, tshark's ACK RTTs), and failing that the
+server (the side that answered the SYN). ``device_identified_by`` says which rule decided.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.analysis.capture import Row
+from harness.analysis.frames import ACK, RST, SYN, CaptureFacts, Endpoint, Segment, segments, select_connection
+from harness.analysis.sides import PerSide, other_side
+from harness.analysis.transfer import TransferFacts, measure_transfer
+from harness.core.errors import NetreproError
+
+
+@dataclass
+class WindowStats:
+    """Advertised receive window (bytes, scaled) over the ACKs of one side (SYNs and RSTs excluded)."""
+
+    min: int | None = None
+    median: float | None = None
+    max: int | None = None
+    count: int = 0
+    unknown_scale: bool = False   # the SYN was not captured: values are as sent, scale unknown
+    values: Counter = field(default_factory=Counter, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"min": self.min, "median": self.median, "max": self.max, "count": self.count,
+                "unknown_scale": self.unknown_scale}
+
+    def most_common(self) -> tuple[int | None, int]:
+        if not self.values:
+            return None, 0
+        value, n = self.values.most_common(1)[0]
+        return value, n
+
+
+_UNKNOWN: PerSide[Any] = PerSide(None, None)
+_NONE_COUNTED: PerSide[int] = PerSide(0, 0)
+_NO_SERIES: PerSide[tuple[Any, ...]] = PerSide((), ())
+
+
+@dataclass(frozen=True)
+class Handshake:
+    """The options of the SYN (client) and SYN-ACK (server), per side; None where not captured."""
+
+    syn_seen: bool = False
+    mss: PerSide[int | None] = _UNKNOWN
+    window_scale: PerSide[int | None] = _UNKNOWN
+    sack_permitted: PerSide[bool | None] = _UNKNOWN
+    syn_window: PerSide[int | None] = _UNKNOWN
+    timestamps: PerSide[bool | None] = _UNKNOWN
+    window_scaling: str = "unknown"   # "negotiated", "not negotiated", "unknown (SYN not captured)"
+
+
+@dataclass(frozen=True)
+class ConnectionFacts:
+    """One connection, per side: who is who, the handshake, advertised windows, tshark's flags."""
+
+    device: Endpoint | None = None
+    peer: Endpoint | None = None
+    device_identified_by: str = ""
+    capture_near: str | None = None        # "device" or "peer": the endpoint next to the capture point
+    sender: str | None = None              # the side that sent most payload
+    handshake: Handshake = Handshake()
+    initial_rtt_ms: float | None = None
+    duration_s: float | None = None        # first to last frame of the connection
+    windows: PerSide[WindowStats] = field(default_factory=lambda: PerSide(WindowStats(), WindowStats()))
+    window_series: PerSide[tuple[tuple[float, int], ...]] = field(default=_NO_SERIES, repr=False)  # (t, window)
+    retransmissions: int = 0               # frames tshark flags as retransmissions (both directions)
+    fast_retransmissions: int = 0
+    spurious_retransmissions: int = 0
+    window_full: int = 0
+    out_of_order: int = 0
+    lost_segments: int = 0                 # tshark's "previous segment not captured"
+    dup_acks: PerSide[int] = _NONE_COUNTED
+    zero_windows: PerSide[int] = _NONE_COUNTED
+    segments_per_ack: PerSide[float | None] = _UNKNOWN
+    empty_reason: str | None = None        # why there is no data direction
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def receiver(self) -> str | None:
+        return None if self.sender is None else other_side(self.sender)
+
+    @property
+    def data_direction(self) -> str | None:
+        return None if self.sender is None else f"{self.sender}->{other_side(self.sender)}"
+
+
+# ------------------------------------------------------------------ who is who
+
+
+def _near_side(segs: list[Segment], syn: Segment | None, synack: Segment | None) -> tuple[int | None, str]:
+    """The endpoint next to the capture point: it answers quickly, the far one a round trip later."""
+    votes = []
+    if syn is not None and synack is not None and synack.t >= syn.t:
+        ack3 = next((s for s in segs if s.side == syn.side and s.t >= synack.t and s.flags & ACK
+                     and not s.flags & SYN), None)
+        if ack3 is not None:
+            server_turn, client_turn = synack.t - syn.t, ack3.t - synack.t
+            lo, hi = sorted((server_turn, client_turn))
+            if hi >= 2 * lo and hi - lo >= 20e-6:
+                side = synack.side if server_turn < client_turn else syn.side
+                votes.append((side, f"handshake: server answered in {server_turn * 1e3:.2f} ms, "
+                                    f"client in {client_turn * 1e3:.2f} ms"))
+    med = []
+    for side in (0, 1):
+        samples = [s.ack_rtt for s in segs if s.side == side and s.ack_rtt is not None and not s.flags & SYN]
+        med.append(statistics.median(samples) if samples else None)
+    if med[0] is not None and med[1] is not None:
+        lo, hi = sorted(med)
+        if hi >= 2 * lo and hi - lo >= 20e-6:
+            side = 0 if med[0] < med[1] else 1
+            votes.append((side, f"ACKs: {med[side] * 1e3:.2f} ms vs {med[1 - side] * 1e3:.2f} ms median"))
+    sides = {v[0] for v in votes}
+    if len(sides) == 1:
+        return votes[0][0], "; ".join(v[1] for v in votes)
+    return None, "ambiguous" if votes else "no timing evidence"
+
+
+def _device_side(ends: list[Endpoint], device_ip: str | None, near: int | None, near_why: str,
+                 synack: Segment | None) -> tuple[int, str]:
+    if device_ip is not None:
+        matches = [i for i in (0, 1) if ends[i].ip == device_ip]
+        if not matches:
+            raise NetreproError(f"device address {device_ip} is not an endpoint of the connection "
+                                f"({ends[0]} <-> {ends[1]})", "give the device's address, or pick the connection "
+                                "with --conn")
+        return matches[0], f"given (device_ip={device_ip})"
+    if near is not None:
+        return near, (f"guessed: {ends[near].ip} is next to the capture point ({near_why}); "
+                      "pass device_ip to be sure")
+    if synack is not None:
+        return synack.side, (f"guessed: {ends[synack.side].ip} is the server (answered the SYN); timing was "
+                             f"{near_why}; pass device_ip to be sure")
+    return 1, (f"guessed: {ends[1].ip} received the connection's first captured frame; "
+               "pass device_ip to be sure")
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """Which of the two ends (0: source of the first frame) is the device, and which is next to the capture."""
+
+    device: int
+    near: int | None
+    identified_by: str
+
+    def name(self, index: int) -> str:
+        return "device" if index == self.device else "peer"
+
+    def index(self, side: str) -> int:
+        return self.device if side == "device" else 1 - self.device
+
+
+def _roles(segs: list[Segment], ends: list[Endpoint], device_ip: str | None, captured_at: str | None,
+           syn: Segment | None, synack: Segment | None) -> _Roles:
+    near, near_why = _near_side(segs, syn, synack)
+    device, identified_by = _device_side(ends, device_ip, near, near_why, synack)
+    if captured_at is not None:  # the caller knows where it captured: no need to judge from the timing
+        near = device if captured_at == "device" else 1 - device
+    return _Roles(device, near, identified_by)
+
+
+# ------------------------------------------------------------------ per side
+
+
+def _handshake(syn: Segment | None, synack: Segment | None, roles: _Roles) -> Handshake:
+    by_side = {roles.name(s.side): s for s in (syn, synack) if s is not None}
+
+    def option(attribute: str) -> PerSide[Any]:
+        return PerSide.of(lambda side: getattr(by_side[side], attribute) if side in by_side else None)
+
+    syn_seen = syn is not None and synack is not None
+    window_scale = option("wscale")
+    if not syn_seen:
+        scaling = "unknown (SYN not captured)"
+    elif window_scale.device is not None and window_scale.peer is not None:
+        scaling = "negotiated"
+    else:
+        scaling = "not negotiated"
+    return Handshake(syn_seen, option("mss"), window_scale, option("sack"), option("win"), option("ts"), scaling)
+
+
+def _windows(segs: list[Segment], index: int) -> tuple[WindowStats, tuple[tuple[float, int], ...]]:
+    """The window one side advertised in its ACKs, and when."""
+    acks = [s for s in segs if s.side == index and s.flags & ACK and not s.flags & (SYN | RST)]
+    stats = WindowStats(count=len(acks))
+    if acks:
+        wins = [s.win for s in acks]
+        stats.values = Counter(wins)
+        stats.min, stats.max = min(wins), max(wins)
+        stats.median = statistics.median(wins)
+        stats.unknown_scale = any(s.scale == -1 for s in acks)
+    return stats, tuple((s.t, s.win) for s in acks)
+
+
+def _segments_per_ack(segs: list[Segment], index: int) -> float | None:
+    """The other side's data segments per ACK of this side that moved the ACK number."""
+    data_in = 0
+    data_end = None  # end of the other side's payload so far: ACKs of a bare FIN do not count
+    last = None
+    advancing = 0
+    for s in segs:
+        if s.side != index:
+            if s.len > 0 and not s.keepalive:
+                data_in += 1
+                data_end = s.nxt if data_end is None else max(data_end, s.nxt)
+            continue
+        if not s.flags & ACK or s.flags & SYN:
+            continue
+        if last is not None and s.ack > last and data_end is not None and s.ack <= data_end:
+            advancing += 1
+        last = s.ack if last is None else max(last, s.ack)
+    return round(data_in / advancing, 3) if data_in and advancing else None
+
+
+def _sender(segs: list[Segment]) -> int | None:
+    """The end (0/1) that sent most payload (first transmissions); None when neither sent any."""
+    sent = [sum(s.len for s in segs if s.side == side and not s.retrans) for side in (0, 1)]
+    if max(sent) == 0:
+        return None
+    return 0 if sent[0] >= sent[1] else 1
+
+
+def _warnings(roles: _Roles, handshake: Handshake, lost_segments: int) -> tuple[str, ...]:
+    out = []
+    if roles.near is None:
+        out.append("could not tell which endpoint is next to the capture point; assumed the device "
+                   "(netrepro captures at the device)")
+    if not handshake.syn_seen:
+        out.append("the connection's SYN/SYN-ACK were not captured: MSS, window scale, SACK and "
+                   "timestamps are unknown, and windows are shown as sent (scale unknown)")
+    if lost_segments:
+        out.append(f"{lost_segments} gaps where tshark saw a segment missing from the capture "
+                   "(not captured, or lost before the capture point)")
+    return tuple(out)
+
+
+def connection_facts(segs: list[Segment], ends: list[Endpoint], conn: int, device_ip: str | None,
+                     captured_at: str | None) -> tuple[ConnectionFacts, _Roles, int | None]:
+    """The connection's facts, who is who, and the end (0/1) that sent the data (None: no payload)."""
+    syn = next((s for s in segs if s.flags & SYN and not s.flags & ACK), None)
+    synack = next((s for s in segs if s.flags & SYN and s.flags & ACK), None)
+    irtt = next((s.irtt for s in segs if s.irtt is not None), None)
+    roles = _roles(segs, ends, device_ip, captured_at, syn, synack)
+    handshake = _handshake(syn, synack, roles)
+    windows = PerSide.of(lambda side: _windows(segs, roles.index(side)))
+
+    def per_side(count: Any) -> PerSide[Any]:
+        return PerSide.of(lambda side: count(roles.index(side)))
+
+    lost = sum(s.lost for s in segs)
+    snd = _sender(segs)
+    facts = ConnectionFacts(
+        device=ends[roles.device], peer=ends[1 - roles.device], device_identified_by=roles.identified_by,
+        capture_near=roles.name(roles.near) if roles.near is not None else "device",
+        sender=None if snd is None else roles.name(snd),
+        handshake=handshake, initial_rtt_ms=None if irtt is None else irtt * 1e3, duration_s=segs[-1].t,
+        windows=windows.map(lambda w: w[0]), window_series=windows.map(lambda w: w[1]),
+        retransmissions=sum(s.retrans for s in segs), fast_retransmissions=sum(s.fast for s in segs),
+        spurious_retransmissions=sum(s.spurious for s in segs), window_full=sum(s.winfull for s in segs),
+        out_of_order=sum(s.ooo for s in segs), lost_segments=lost,
+        dup_acks=per_side(lambda i: sum(s.dupack for s in segs if s.side == i)),
+        zero_windows=per_side(lambda i: sum(s.zerowin for s in segs if s.side == i)),
+        segments_per_ack=per_side(lambda i: _segments_per_ack(segs, i)),
+        empty_reason=f"connection {conn} carries no payload" if snd is None else None,
+        warnings=_warnings(roles, handshake, lost),
+    )
+    return facts, roles, snd
+
+
+# ------------------------------------------------------------------ the capture, measured
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The rates the link and the receiver's window allow the data direction (Mbit/s)."""
+
+    window_bound_mbps: float | None = None   # the receiver's median window per RTT
+    link_payload_mbps: float | None = None   # the link's rate less Ethernet's and the headers' share
+    bound_mbps: float | None = None          # the lower of the link's rate and window/RTT
+
+
+def _bounds(window: float | None, transfer: TransferFacts, link_rate_bps: float | None) -> Bounds:
+    rtt = transfer.rtt_ms / 1e3 if transfer.rtt_ms else None
+    window_bound = window * 8 / rtt / 1e6 if window is not None and rtt else None
+    if not link_rate_bps:
+        return Bounds(window_bound)
+    wire = transfer.data_wire_bytes or 0  # frames of the data direction, with Ethernet's overhead
+    efficiency = (transfer.payload_bytes + transfer.retransmitted_bytes) / wire if wire else 1.0
+    link_mbps = link_rate_bps / 1e6
+    return Bounds(window_bound, link_rate_bps * efficiency / 1e6,
+                  min(link_mbps, window_bound) if window_bound else link_mbps)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything measured on a capture: the verdict's only input."""
+
+    path: str
+    interval_s: float = 1.0                  # goodput interval
+    link_rate_bps: float | None = None       # the link's rate, when the caller knows it
+    capture: CaptureFacts = field(default_factory=CaptureFacts)
+    connection: ConnectionFacts = field(default_factory=ConnectionFacts)  # its WindowStats are not shared
+    transfer: TransferFacts | None = None    # None: no payload to measure
+    bounds: Bounds = Bounds()
+
+    @property
+    def empty_reason(self) -> str | None:
+        return self.capture.empty_reason or self.connection.empty_reason
+
+    @property
+    def receiver(self) -> str | None:
+        return self.connection.receiver
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        transfer = self.transfer.warnings if self.transfer else ()
+        return self.capture.warnings + self.connection.warnings + transfer
+
+
+def measure(path: str, rows: list[Row], read_warnings: tuple[str, ...] = (), device_ip: str | None = None,
+            conn: int | None = None, captured_at: str | None = None, sender: str | None = None,
+            link_rate_bps: float | None = None, interval_s: float = 1.0) -> Facts:
+    """The facts of one TCP connection of tshark's rows (see ``load_capture`` for the arguments)."""
+    capture, conn_rows = select_connection(rows, read_warnings, device_ip, conn, sender)
+    facts = Facts(path, interval_s, link_rate_bps, capture)
+    if capture.conn is None:
+        return facts
+    segs, ends = segments(conn_rows)
+    connection, roles, snd = connection_facts(segs, ends, capture.conn, device_ip, captured_at)
+    if snd is None:
+        return Facts(path, interval_s, link_rate_bps, capture, connection)
+    near = roles.near if roles.near is not None else roles.device
+    transfer = measure_transfer(segs, snd, near, connection.initial_rtt_ms, interval_s, link_rate_bps)
+    window = connection.windows[other_side(roles.name(snd))].median
+    return Facts(path, interval_s, link_rate_bps, capture, connection, transfer,
+                 _bounds(window, transfer, link_rate_bps))

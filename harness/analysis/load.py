@@ -1,0 +1,45 @@
+"""``load_capture``: read a capture with tshark, measure its facts, judge them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness.analysis.capture import check_capture_file, read_capture
+from harness.analysis.capture_analysis import CaptureAnalysis
+from harness.analysis.facts import measure
+from harness.analysis.verdict import judge
+from harness.core.errors import NetreproError
+
+
+def _check_arguments(device_ip: str | None, interval_s: float, captured_at: str | None, sender: str | None) -> None:
+    if interval_s <= 0:
+        raise NetreproError(f"interval {interval_s} s is not positive", "give a goodput interval > 0")
+    if captured_at not in (None, "device", "peer"):
+        raise NetreproError(f"captured_at '{captured_at}' is not a side", "give 'device' or 'peer'")
+    if sender not in (None, "device", "peer") or (sender and not device_ip):
+        raise NetreproError(f"sender '{sender}' needs device_ip and is 'device' or 'peer'", "give both")
+
+
+def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: int | None = None,
+                 link_rate_bps: float | None = None, interval_s: float = 1.0,
+                 captured_at: str | None = None, sender: str | None = None) -> CaptureAnalysis:
+    """Analyse one TCP connection of a capture (default: the one with the most payload).
+
+    ``sender`` ("device" or "peer", with ``device_ip``) picks the connection carrying the most
+    data from that side instead: one direction of an iperf -r or -d run.
+
+    ``captured_at`` ("device" or "peer") says where the capture was taken when the caller knows
+    (netrepro's own captures are at the device side); otherwise it is judged from the timing.
+
+    Raises NetreproError (one line) for a missing, empty or unreadable file, an unknown
+    connection number or a device address that is not an endpoint. A readable capture without
+    a usable TCP connection gives a CaptureAnalysis whose ``empty_reason`` says why.
+    """
+    path = Path(path)
+    check_capture_file(path)
+    _check_arguments(device_ip, interval_s, captured_at, sender)
+    read = read_capture(path)
+    facts = measure(str(path), read.rows, read.warnings, device_ip=device_ip, conn=conn, captured_at=captured_at,
+                    sender=sender, link_rate_bps=link_rate_bps, interval_s=interval_s)
+    return CaptureAnalysis(facts, judge(facts))
