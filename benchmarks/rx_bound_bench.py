@@ -33,8 +33,8 @@ def one_run(platform, firmware, link: LinkSpec, seconds: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp:
         result = RunPlan(platform, firmware, link, Workload("rx", seconds=seconds)).execute(Path(tmp))
         lost = result.link_counters["to_device"]["frames_out"] - result.device_stats.get("nic.rx_frames", 0)
-        return {"mbps": result.throughput_mbps, "rtt_ms": result.analysis["rtt_ms"],
-                "window": result.options["TCP_WND"], "lost_in_nic": lost, "verdict": result.analysis["verdict"]}
+        return {"mbps": result.throughput_mbps, "rtt_ms": result.analysis.rtt_ms,
+                "window": result.options["TCP_WND"], "lost_in_nic": lost, "verdict": result.analysis.verdict}
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 import pytest
 
+from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.rig.platform import PROJECT_ROOT
 from harness.studies.baseline import (
@@ -35,9 +36,9 @@ def result(mbps=40.7, mss=1460, window_max=46720, options=None, verdict="link-li
                     run_dir="/runs/x", capture="/runs/x/capture.pcap", console_log="/runs/x/console.log",
                     device="10.77.0.2",
                     status="passed", options=dict(options or OPTIONS), throughput_mbps=mbps,
-                    analysis={"device_mss": mss, "device_window": {"min": 40880, "median": 45260.0,
-                                                                   "max": window_max},
-                              "verdict": verdict, "rtt_ms": 8.5})
+                    analysis=AnalysisSummary.from_dict({"device_mss": mss, "verdict": verdict, "rtt_ms": 8.5,
+                                                        "device_window": {"min": 40880, "median": 45260.0,
+                                                                          "max": window_max}}))
     for key, value in changes.items():
         setattr(run, key, value)
     return run

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.analysis import AnalysisSummary
 from harness.cli.main import build_parser
 from harness.rig.platform import PROJECT_ROOT
 from harness.studies.compare import differing_options, format_comparison, recommend, summarise
@@ -34,7 +35,8 @@ def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload=
                 "device_window": {"median": window[0], "max": window[1]}, "window_scale": {"device": None},
                 "bound_mbps": round(window[0] * 8 / rtt_ms / 1e3, 3), "data_direction": direction,
                 "retransmissions": 0, "rto_retransmissions": 0}
-    return SimpleNamespace(throughput_mbps=mbps, analysis=analysis, options=dict(options or N6_OPTIONS),
+    return SimpleNamespace(throughput_mbps=mbps, analysis=AnalysisSummary.from_dict(analysis),
+                           options=dict(options or N6_OPTIONS),
                            link=link or _link(), workload={"name": workload})
 
 

@@ -31,8 +31,8 @@ def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
     assert set(result.time) == TIME_KEYS
     assert (result.time["mode"], result.time["dilation"], result.time["icount_shift"]) == ("device", 3.2, 2)
     # the link's 5.5 ms (plus the board's own turnaround) as the capture shows it, though it took D times longer
-    assert 5.5 <= result.analysis["rtt_ms"] < 9.0
-    assert result.analysis["device_mss"] == 1460 and result.analysis["device_window"]["max"] == 46720
+    assert 5.5 <= result.analysis.rtt_ms < 9.0
+    assert result.analysis.device_mss == 1460 and result.analysis.device_window.max == 46720
     stats = json.loads(Path(tmp_path, "link-stats.json").read_text())
     assert stats["dilation"] == 3.2
     assert 0 <= result.device_cpu["busy_percent"] <= 100

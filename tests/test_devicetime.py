@@ -24,7 +24,7 @@ def test_every_platform_has_a_model_and_its_dilation():
                 "ethernut2": (14.7456, None, 1.0)}
     for name, (mips, shift, dilation) in expected.items():
         platform = load_platform(name)
-        time = plan_time(platform.engine["kind"], platform.cpu)
+        time = plan_time(platform.engine["kind"], platform.cpu, "device")
         assert (time.model_mips, time.icount_shift) == (mips, shift), name
         assert time.dilation == pytest.approx(dilation), name
         assert time.qemu_args() == ([] if shift is None else ["-icount", f"shift={shift},align=on,sleep=on"])
@@ -32,12 +32,23 @@ def test_every_platform_has_a_model_and_its_dilation():
 
 def test_the_model_and_the_host_rate_are_knobs(monkeypatch):
     monkeypatch.delenv(HOST_MIPS_ENV, raising=False)
-    assert plan_time("qemu", M55, mips=400).dilation == pytest.approx(1.6)
-    assert plan_time("qemu", M55, host_mips=125).dilation == pytest.approx(6.4)
+    assert plan_time("qemu", M55, "device", mips=400).dilation == pytest.approx(1.6)
+    assert plan_time("qemu", M55, "device", host_mips=125).dilation == pytest.approx(6.4)
     monkeypatch.setenv(HOST_MIPS_ENV, "500")
-    assert plan_time("qemu", M55).dilation == pytest.approx(1.6)
-    assert plan_time("qemu", M55, host_mips=250).dilation == pytest.approx(3.2)   # the option wins
-    assert plan_time("simavr", CpuModel(14.7456, 1.0, 14.7456, "t"), host_mips=7.3728).dilation == 2.0
+    assert plan_time("qemu", M55, "device").dilation == pytest.approx(1.6)
+    assert plan_time("qemu", M55, "device", host_mips=250).dilation == pytest.approx(3.2)   # the option wins
+    assert plan_time("simavr", CpuModel(14.7456, 1.0, 14.7456, "t"), "device", host_mips=7.3728).dilation == 2.0
+
+
+def test_host_mode_is_the_default_until_the_reports_are_rerun():
+    assert plan_time("qemu", M55).mode == "host"
+
+
+def test_a_lagging_run_is_repeated_at_twice_the_dilation():
+    time = plan_time("qemu", M55, "device")
+    slower = time.slower()
+    assert (slower.dilation, slower.icount_shift, slower.host_mips) == (6.4, 3, 125.0)
+    assert DeviceTime("host").slower() == DeviceTime("host")
 
 
 def test_host_mode_runs_free():
@@ -47,9 +58,9 @@ def test_host_mode_runs_free():
 
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: plan_time("qemu", M55, mode="fast"), "unknown time mode 'fast'"),
-    (lambda: plan_time("qemu", None), "no [cpu] model"),
-    (lambda: plan_time("qemu", M55, mips=0), "bad --mips 0"),
-    (lambda: plan_time("qemu", M55, host_mips=-3), "bad --host-mips -3"),
+    (lambda: plan_time("qemu", None, "device"), "no [cpu] model"),
+    (lambda: plan_time("qemu", M55, "device", mips=0), "bad --mips 0"),
+    (lambda: plan_time("qemu", M55, "device", host_mips=-3), "bad --host-mips -3"),
     (lambda: icount_shift(0.5), "too slow"),
 ])
 def test_bad_settings_are_one_line_errors(call, message):
@@ -61,7 +72,7 @@ def test_bad_settings_are_one_line_errors(call, message):
 def test_a_bad_host_rate_in_the_environment_is_named(monkeypatch):
     monkeypatch.setenv(HOST_MIPS_ENV, "fast")
     with pytest.raises(NetreproError, match=f"{HOST_MIPS_ENV}='fast' is not a number"):
-        plan_time("qemu", M55)
+        plan_time("qemu", M55, "device")
 
 
 def test_a_peer_figure_is_converted_to_the_boards_time():

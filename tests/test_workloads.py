@@ -113,8 +113,8 @@ def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no
         capture.expect_mss(device=1460)
         capture.expect_no_window_scaling()
         capture.expect_device_window(window)
-        assert result.analysis["device_window"]["median"] == window
-        assert result.analysis["verdict"] == capture.verdict
+        assert result.analysis.device_window.median == window
+        assert result.analysis.verdict == capture.verdict
         assert capture.bound_mbps == pytest.approx(min(100.0, window * 8 / (capture.rtt_ms / 1e3) / 1e6), rel=0.01)
         seen[name] = (result.throughput_mbps, capture.bound_mbps, capture)
     (small, small_bound, small_capture), (large, large_bound, _) = seen["before"], seen["after"]

@@ -79,7 +79,7 @@ def test_rx_nvnetdrv_beats_pktdrv(netrepro):
     pkt_full, _ = full(pkt)
     nv_full, nv_in = full(nv)
     assert pkt_full > 100, f"pktdrv's ring never overflowed ({pkt.run_dir})"
-    assert pkt.analysis["retransmissions"] > 0, pkt.analysis["verdict_reason"]
+    assert pkt.analysis.retransmissions > 0, pkt.analysis.verdict_reason
     assert nv_full < 0.01 * nv_in, f"nvnetdrv lost {nv_full} of {nv_in} frames ({nv.run_dir})"
     assert pkt.throughput_mbps <= 0.5 * nv.throughput_mbps, (pkt.throughput_mbps, nv.throughput_mbps)
     assert nv.throughput_mbps >= 70, nv.throughput_mbps
@@ -91,7 +91,7 @@ def test_tx_send_buffer_default_is_send_buffer_limited(netrepro):
     pkt = run(netrepro, PROFILES["pktdrv"], "tx")
     assert nv.throughput_mbps >= 70, nv.throughput_mbps
     assert small.options["TCP_SND_BUF"] == 2 * MSS
-    assert small.analysis["verdict"] == "send-buffer-limited", small.analysis["verdict_reason"]
+    assert small.analysis.verdict == "send-buffer-limited", small.analysis.verdict_reason
     assert small.throughput_mbps < 0.8 * nv.throughput_mbps, (small.throughput_mbps, nv.throughput_mbps)
     # No collapse on the stand-in (see the module docstring): pktdrv only has to move data.
     assert pkt.throughput_mbps > 1, pkt.throughput_mbps

@@ -8,7 +8,6 @@ import shutil
 import signal
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 from harness.analysis import format_table, load_capture
@@ -290,7 +289,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = plan.execute(run_dir, progress)
     except NetreproError as exc:
         raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
-    document = asdict(result)
+    document = result.as_dict()
     lines, code = [], 0
     if baseline is not None:
         max_drop = MAX_DROP if args.max_drop is None else args.max_drop
@@ -335,12 +334,12 @@ def format_result(result: RunResult) -> str:
             dropped = {k: v for k, v in counters.get("dropped", {}).items() if v}
             lines.append(f"  {name:<10}{counters['frames_out']} frames forwarded, dropped {dropped or 'none'}")
     analysis = result.analysis
-    if analysis.get("verdict"):
-        window = analysis.get("device_window") or {}
-        lines.append(f"  capture  device MSS {analysis.get('device_mss')}, window {window.get('median')} "
-                     f"(min {window.get('min')}, max {window.get('max')}), RTT {analysis.get('rtt_ms')} ms, "
-                     f"bound {analysis.get('bound_mbps')} Mbit/s")
-        lines.append(f"  verdict  {analysis['verdict']}: {analysis.get('verdict_reason', '')}")
+    if analysis and analysis.verdict:
+        window = analysis.device_window
+        lines.append(f"  capture  device MSS {analysis.device_mss}, window {window.median} "
+                     f"(min {window.min}, max {window.max}), RTT {analysis.rtt_ms} ms, "
+                     f"bound {analysis.bound_mbps} Mbit/s")
+        lines.append(f"  verdict  {analysis.verdict}: {analysis.verdict_reason}")
     lines += _time_lines(result)
     lines.append(f"  folder   {result.run_dir}")
     return "\n".join(lines)

@@ -3,15 +3,16 @@
     def test_window(netrepro):
         result = netrepro.run("openmv-n6", lwip="mp-n6-after", link="wifi", workload="sock-rx", seconds=5)
         capture = netrepro.capture(result)
-        capture.expect_device_window(46720)
+        capture.expect_largest_device_window(46720)   # TCP_WND: the largest window the device advertised
         assert result.throughput_mbps > 30
 
     @pytest.mark.parametrize("profile", ["mp-n6-before", "mp-n6-after"])
     def test_both(netrepro, profile): ...
 
+Install with `pip install "netrepro[pytest]"` (the extra brings pytest).
 Options: --netrepro-lwip-tree DIR (your lwIP), --netrepro-runs DIR (where run folders go),
 --netrepro-keep (keep run folders of passing tests too). A failing test keeps its run folders
-and names them in its report; throughput and windows go into the JUnit XML as properties.
+and names them once in its report; throughput and windows go into the JUnit XML as properties.
 """
 
 from __future__ import annotations
@@ -24,16 +25,17 @@ from typing import Any
 
 import pytest
 
-from harness.analysis import CaptureAnalysis, load_capture
+from harness.analysis import AnalysisSummary, CaptureAnalysis, load_capture
 from harness.link import LinkSpec
 from harness.rig.build import Firmware, lwip_tree
 from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
 from harness.studies.reproduce import reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult, data_rate_bps
+from harness.studies.run import Configuration, RunPlan, RunResult, data_rate_bps, execute_trusted
 
 _RUN_DIRS = pytest.StashKey[list[Path]]()
+RUN_FOLDERS_KEPT = "netrepro run folders kept (capture, console log, plots)"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,7 +75,7 @@ class Netrepro:
         """Build, boot, run one workload over the link and analyse the capture."""
         plan = RunPlan(load_platform(platform), self.firmware(platform, lwip, include, options),
                        self.link(platform, link, **link_overrides), Workload(workload, seconds, bytes, chunk, warmup))
-        result = plan.execute(self._run_dir(plan.platform.name, plan.firmware.profile.name))
+        result = execute_trusted(plan, self._run_dir(plan.platform.name, plan.firmware.profile.name))
         self._record(result)
         return result
 
@@ -110,10 +112,11 @@ class Netrepro:
         return run_dir
 
     def _record(self, result: RunResult) -> None:
-        window = (result.analysis.get("device_window") or {})
-        for key, value in (("throughput_mbps", result.throughput_mbps), ("device_window", window.get("median")),
-                           ("device_mss", result.analysis.get("device_mss")),
-                           ("verdict", result.analysis.get("verdict")), ("run_dir", result.run_dir)):
+        analysis = result.analysis or AnalysisSummary()
+        for key, value in (("throughput_mbps", result.throughput_mbps),
+                           ("device_window", analysis.device_window.median),
+                           ("device_window_max", analysis.device_window.max), ("device_mss", analysis.device_mss),
+                           ("verdict", analysis.verdict), ("run_dir", result.run_dir)):
             self.request.node.user_properties.append((f"{result.profile}.{key}", value))
 
 
@@ -137,10 +140,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when != "call" or not run_dirs:
         return
     if report.failed:
-        listing = "\n".join(f"  {d}" for d in run_dirs)
-        report.sections.append(("netrepro run folders (kept: capture, console log, plots)", listing))
+        # Named once: in the failure itself (also the JUnit XML's failure text) when it has
+        # sections, else as a report section of its own.
+        title, listing = RUN_FOLDERS_KEPT, "\n".join(f"  {d}" for d in run_dirs)
         if hasattr(report.longrepr, "addsection"):
-            report.longrepr.addsection("netrepro run folders kept", listing)
+            report.longrepr.addsection(title, listing)
+        else:
+            report.sections.append((title, listing))
     elif not item.config.getoption("--netrepro-keep"):
         for run_dir in run_dirs:
             shutil.rmtree(run_dir, ignore_errors=True)

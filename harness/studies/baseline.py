@@ -22,7 +22,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, is_dataclass
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ def baseline_names(store: Path) -> list[str]:
 
 def snapshot(result: Any) -> dict[str, Any]:
     """What a baseline keeps of a run: a RunResult, or a result.json loaded as a dict."""
-    data = asdict(result) if is_dataclass(result) else dict(result)
+    data = result.as_dict() if is_dataclass(result) else dict(result)
     analysis = data.get("analysis") or {}
     window = analysis.get("device_window") or {}
     return _plain({

@@ -346,8 +346,7 @@ class Criterion:
 
 
 def device_window(result: RunResult) -> int | None:
-    window = (result.analysis or {}).get("device_window") or {}
-    value = window.get("max") if isinstance(window, dict) else None
+    value = result.analysis.device_window.max if result.analysis else None
     return int(value) if isinstance(value, int | float) else None
 
 

@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.analysis import load_capture
+from harness.analysis import AnalysisSummary, load_capture
 from harness.core.errors import NetreproError
 from harness.studies.run import RunResult, data_rate_bps
 
@@ -66,25 +66,25 @@ def summarise_runs(result: CaseResult, runs: list[RunResult]) -> None:
     middle = sorted(measured, key=lambda fr: fr[0])[len(measured) // 2][1]  # the median run speaks for the case
     rate = data_rate_bps(middle, result.direction)
     analysis = middle.analysis if result.direction is None else _direction_analysis(middle, result.direction, rate)
-    result.verdict, result.verdict_reason = analysis.get("verdict"), analysis.get("verdict_reason")
+    analysis = analysis or AnalysisSummary(verdict=None)
+    result.verdict, result.verdict_reason = analysis.verdict, analysis.verdict_reason
     result.link_mbps = round(rate / 1e6, 2) if rate else None
-    result.bound_mbps = analysis.get("bound_mbps") or result.link_mbps
-    result.device_mss = analysis.get("device_mss")
-    window = analysis.get("device_window") or {}
-    result.device_window, result.device_window_max = window.get("median"), window.get("max")
-    scaling = analysis.get("window_scaling") or ""
+    result.bound_mbps = analysis.bound_mbps or result.link_mbps
+    result.device_mss = analysis.device_mss
+    result.device_window, result.device_window_max = analysis.device_window.median, analysis.device_window.max
+    scaling = analysis.window_scaling or ""
     # negotiated only when both SYNs carry the option; unknown without the SYN
     result.window_scaling = None if scaling.startswith("unknown") or not scaling else scaling == "negotiated"
-    result.rtt_ms = analysis.get("rtt_ms")
+    result.rtt_ms = analysis.rtt_ms
 
 
-def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> dict[str, Any]:
+def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> AnalysisSummary:
     """The analysis of the one connection of a two-way run that carried this direction's data."""
     try:
         return load_capture(run.capture, device_ip=run.device, link_rate_bps=rate, captured_at="device",
-                            sender="device" if direction == "tx" else "peer").summary()
+                            sender="device" if direction == "tx" else "peer").to_summary()
     except NetreproError as exc:
-        return {"verdict": None, "verdict_reason": str(exc)}
+        return AnalysisSummary(verdict=None, verdict_reason=str(exc))
 
 
 def format_number(value: Any) -> str:

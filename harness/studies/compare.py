@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
@@ -181,20 +182,20 @@ def summarise(label: str, role: str, runs: Sequence[Any], configuration: Configu
     middle = sorted(ok, key=lambda r: r.throughput_mbps)[len(ok) // 2] if ok else None
     options = dict(middle.options) if middle else (dict(runs[0].options) if runs else {})
     rate = data_rate_bps(middle) if middle else None
-    analysis = middle.analysis if middle else {}
+    analysis = (middle.analysis if middle else None) or AnalysisSummary()
     out["options"] = options
     out["data_rate_mbps"] = round(rate / 1e6, 3) if rate else None
     rec = recommend(case.verdict, rate_bps=rate, rtt_ms=case.rtt_ms, options=options, device_mss=case.device_mss,
                     device_window=case.device_window, bound_mbps=case.bound_mbps,
                     device_receives=_device_receives(analysis),
-                    retransmissions=analysis.get("retransmissions"),
-                    rto_retransmissions=analysis.get("rto_retransmissions"))
+                    retransmissions=analysis.retransmissions if middle else None,
+                    rto_retransmissions=analysis.rto_retransmissions if middle else None)
     out["recommendation"] = asdict(rec) if rec else None
     return out
 
 
-def _device_receives(analysis: Mapping[str, Any]) -> bool | None:
-    direction = analysis.get("data_direction")
+def _device_receives(analysis: AnalysisSummary) -> bool | None:
+    direction = analysis.data_direction
     return None if direction is None else direction == "peer->device"
 
 

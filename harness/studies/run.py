@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import CaptureAnalysis, load_capture
+from harness.analysis import AnalysisSummary, CaptureAnalysis, load_capture
 from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
@@ -57,7 +57,7 @@ class RunResult:
     engine_clock: dict[str, float] | None = None  # simavr: how closely simulated time tracked the wall clock
     device_stats: dict[str, int] = field(default_factory=dict)
     boot_seconds: float | None = None
-    analysis: dict[str, Any] = field(default_factory=dict)
+    analysis: AnalysisSummary | None = None       # the capture's analysis, once the run finished
     plots: list[str] = field(default_factory=list)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
@@ -74,9 +74,15 @@ class RunResult:
         self.bytes = {t.direction: t.bytes for t in transfers}
         self.seconds = {t.direction: round(t.seconds, 3) for t in transfers}
 
+    def as_dict(self) -> dict[str, Any]:
+        """result.json's object: the analysis in its own JSON form ({} before there is one)."""
+        data = asdict(replace(self, analysis=None))
+        data["analysis"] = self.analysis.as_dict() if self.analysis else {}
+        return data
+
     def save(self) -> Path:
         path = Path(self.run_dir) / "result.json"
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        path.write_text(json.dumps(self.as_dict(), indent=2) + "\n")
         return path
 
 
@@ -209,7 +215,7 @@ def analyse_run(result: RunResult) -> CaptureAnalysis:
     """Add the capture's analysis and plots to the result of a finished run."""
     analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=data_rate_bps(result),
                             captured_at="device")
-    result.analysis = analysis.summary()
+    result.analysis = analysis.to_summary()
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
              f"rtt {result.link['rtt_s'] * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
     result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
@@ -227,7 +233,7 @@ def _warn_if_lagging(clock: dict[str, float] | None, progress: Progress) -> None
 def data_rate_bps(result: RunResult, direction: str | None = None) -> float | None:
     """The link's rate (pacing into the device included) in the direction the data went: `direction`
     ("rx"/"tx") of a two-way run when given, else the direction the capture saw, else the workload's."""
-    seen = (result.analysis or {}).get("data_direction")
+    seen = result.analysis.data_direction if result.analysis else None
     if direction is not None:
         sends = direction == "tx"
     elif seen in ("device->peer", "peer->device"):
