@@ -1,4 +1,5 @@
-"""The pytest plugin as a user's project meets it: a plain install, a test folder outside the repo."""
+"""The pytest plugin as a user's project meets it: a plain install with the `pytest` extra, the README's
+example as its test file in a folder outside the repo, a failing test's kept run folder."""
 
 from __future__ import annotations
 
@@ -11,80 +12,95 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from readme_examples import README, readme_examples
+
+from harness.pytest_plugin import RUN_FOLDERS_KEPT
 
 pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).resolve().parent.parent
 
-USER_TESTS = '''
-import pytest
-
-
-@pytest.mark.parametrize("profile", ["mp-n6-before", "mp-n6-after"])
-def test_window_per_profile(netrepro, profile):
-    result = netrepro.run("openmv-n6", profile, workload="rx", seconds=2, rtt="2ms", rate="50mbit")
-    capture = netrepro.capture(result)
-    capture.expect_mss(device=1460)
-    capture.expect_device_window({"mp-n6-before": 23360, "mp-n6-after": 46720}[profile])
-    assert result.throughput_mbps > 1
-
-
+# A test of the user's own that fails: its run folder is kept and named once.
+FAILING_CLAIM = '''
 def test_a_claim_that_fails_keeps_its_run(netrepro):
     result = netrepro.run("openmv-n6", "mp-n6-before", workload="rx", seconds=1, rtt="2ms", rate="50mbit")
-    netrepro.capture(result).expect_device_window(46720)
-
-
-def test_the_console_of_a_booted_board(netrepro):
-    with netrepro.board("openmv-n6", "mp-n6-after", rtt="1ms") as rig:
-        assert rig.console.opts()["TCP_WND"] == 46720
-        ping = rig.namespace.run(["ping", "-c", "2", "-i", "0.2", rig.addresses.device])
-        assert " 0% packet loss" in ping.stdout
+    netrepro.capture(result).expect_largest_device_window(46720)
 '''
+
+# What the user's virtualenv may see of this checkout's: its dependencies, but neither pytest
+# (the `pytest` extra must bring it) nor the checkout's own editable install.
+NOT_SHARED = re.compile(r"^(_?pytest|py\.py|pluggy|iniconfig|xdist|sybil|ruff|netrepro|__editable__|harness)",
+                        re.I)
 
 
 @pytest.fixture(scope="module")
 def user_python(tmp_path_factory) -> Path:
-    """A fresh virtualenv with netrepro installed from the checkout (not editable), as a user would."""
+    """A fresh virtualenv with `pip install "CHECKOUT[pytest]"` (not editable), as the README says."""
     venv = tmp_path_factory.mktemp("user-venv")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    # The dependencies come from this checkout's environment instead of the network.
+    # The dependencies come from this checkout's environment instead of the network; pytest does not.
+    deps = tmp_path_factory.mktemp("user-deps")
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if not NOT_SHARED.match(entry.name):
+            (deps / entry.name).symlink_to(entry)
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
-    (site / "netrepro-deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", str(ROOT)],
-                   check=True, timeout=300, capture_output=True)
+    (site / "netrepro-deps.pth").write_text(f"{deps}\n")
+    assert subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode != 0, \
+        "pytest must not be there before the install"
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{ROOT}[pytest]"],
+                   check=True, timeout=600, capture_output=True)
     return python
 
 
-def test_a_users_project_uses_the_plugin_after_a_plain_install(user_python, tmp_path):
-    project = tmp_path / "my-firmware-tests"
-    project.mkdir()
-    (project / "test_stack.py").write_text(USER_TESTS)
-    junit = project / "report.xml"
+def _run_pytest(python: Path, project: Path, *args: str) -> str:
     env = {**os.environ, "CI": "true", "PYTHONPATH": ""}
-    proc = subprocess.run([user_python, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={junit}",
-                           "--netrepro-runs", str(project / "runs"), "test_stack.py"],
-                          cwd=project, capture_output=True, text=True, timeout=600, env=env)
-    out = proc.stdout + proc.stderr
-    where = subprocess.run([user_python, "-c", "import harness; print(harness.__file__)"], capture_output=True,
-                           text=True, check=True, cwd=project, env=env).stdout
-    assert str(ROOT) not in where, f"the user's venv must use its own install, not the checkout: {where}"
-    assert re.search(r"1 failed, 3 passed", out), out
+    env = {k: v for k, v in env.items() if not k.startswith("PYTEST_")}
+    proc = subprocess.run([python, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=project,
+                          capture_output=True, text=True, timeout=600, env=env)
+    return proc.stdout + proc.stderr
+
+
+def test_the_readmes_pytest_example_passes_after_a_plain_install(user_python, tmp_path):
+    # the extra brought pytest into the user's own environment
+    where = subprocess.run([user_python, "-c", "import harness, pytest; print(harness.__file__, pytest.__file__)"],
+                           capture_output=True, text=True, check=True, cwd=tmp_path,
+                           env={**os.environ, "PYTHONPATH": ""}).stdout.split()
+    user_site = str(user_python.parent.parent)
+    assert all(w.startswith(user_site) for w in where), f"harness and pytest must be the user venv's own: {where}"
+
+    # the README's block, taken from README.md by the doc tests' own parser, as its test file
+    (example,) = [e for e in readme_examples() if e.parsed.kind == "pytest"]
+    text = README.read_text()
+    assert f"```python\n{example.parsed.source}```" in text, "the block run must be the README's, verbatim"
+    junit = tmp_path / "report.xml"
+    example.namespace.update(python=user_python, pytest_args=[f"--junitxml={junit}"])
+    example.evaluate()
+    project, proc = example.namespace["pytest_run"]
+    assert str(ROOT) not in str(project) and re.search(r"\b3 passed\b", proc.stdout), proc.stdout
 
     # both parametrised results are in the JUnit XML, as properties of their own test case
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
-    for profile, window in (("mp-n6-before", "23360"), ("mp-n6-after", "46720")):
-        case = cases[f"test_window_per_profile[{profile}]"]
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        assert props[f"{profile}.device_window"] in (window, f"{window}.0")
-        assert float(props[f"{profile}.throughput_mbps"]) > 1
+    for profile, window in (("mp-n6-before", 23360), ("mp-n6-after", 46720)):
+        props = {p.get("name"): p.get("value") for p in cases[f"test_receive_window[{profile}]"].iter("property")}
+        assert float(props[f"{profile}.device_window_max"]) == window, props
+        assert float(props[f"{profile}.device_mss"]) == 1460 and float(props[f"{profile}.throughput_mbps"]) > 1
+    # passing tests leave no run folder behind
+    assert not any((project / "runs").iterdir())
 
-    # the failing claim names its run folder, which is kept; passing tests' folders are removed
-    assert "device advertised 23360" in out and "expected 46720" in out
-    kept = re.findall(r"(\S+/runs/\S+-openmv-n6-mp-n6-before-\S+)", out.split("netrepro run folders kept")[-1])
-    assert kept and (Path(kept[0]) / "capture.pcap").is_file() and (Path(kept[0]) / "console.log").is_file()
-    assert len(list((project / "runs").iterdir())) == 1
+
+def test_a_failing_claim_keeps_its_run_folder_and_names_it_once(user_python, tmp_path):
+    project = tmp_path / "my-firmware-tests"
+    project.mkdir()
+    (project / "test_claim.py").write_text(FAILING_CLAIM)
+    out = _run_pytest(user_python, project, "--netrepro-runs", str(project / "runs"), "test_claim.py")
+    assert re.search(r"\b1 failed\b", out), out
+    assert "largest window the device advertised was 23360" in out and "expected 46720" in out, out
+    (kept,) = list((project / "runs").iterdir())
+    assert (kept / "capture.pcap").is_file() and (kept / "console.log").is_file()
+    assert out.count(str(kept)) == 1, f"the kept run folder must be named once:\n{out}"
+    assert out.count(RUN_FOLDERS_KEPT) == 1, out
 
 
 def test_parallel_workers_never_share_a_namespace_socket_or_build(tmp_path):

@@ -42,10 +42,13 @@ class ExpectMixin:
             raise AssertionError(f"no connection to check in {self.path}: {self.empty_reason}")
 
     def expect_window(self, side: str, expected: int, min_share: float = 0.95) -> None:
-        """At least min_share of side's ACKs (SYNs and RSTs aside) advertised exactly `expected` bytes.
+        """The usual window: at least min_share of side's ACKs (SYNs and RSTs aside) advertised exactly
+        `expected` bytes.
 
         The default leaves room for a few window updates (e.g. while the application closes);
-        min_share=1.0 asks for every ACK.
+        min_share=1.0 asks for every ACK. The window the stack was configured to offer (TCP_WND) is
+        the largest one, expect_largest_window's: the two differ when the application gives the
+        window back late (MicroPython's sockets: one MSS under TCP_WND).
         """
         self._need_connection()
         stats = self.window_of(side)
@@ -64,12 +67,17 @@ class ExpectMixin:
             msg += f"; other values: {others}"
         if stats.unknown_scale:
             msg += "; window scale unknown (SYN not captured), values as sent"
+        if stats.max is not None and stats.max != value:
+            msg += (f"; this checks the usual window: the largest the {side} advertised was {stats.max} "
+                    f"(expect_largest_{side}_window checks that one, the window as configured)")
         raise AssertionError(msg)
 
     def expect_device_window(self, expected: int, min_share: float = 0.95) -> None:
+        """The device's usual window: exactly `expected` in at least min_share of its ACKs."""
         self.expect_window("device", expected, min_share)
 
     def expect_peer_window(self, expected: int, min_share: float = 0.95) -> None:
+        """The peer's usual window: exactly `expected` in at least min_share of its ACKs."""
         self.expect_window("peer", expected, min_share)
 
     def expect_largest_window(self, side: str, expected: int) -> None:
