@@ -63,7 +63,7 @@ def board(request, tree, tmp_path_factory):
     """A QEMU board booted in device time and told its dilation, once per platform."""
     platform = load_platform(request.param)
     elf = build_firmware(platform, resolve_profile(platform, QEMU_BOARDS[request.param][0]), tree).elf
-    device_time = plan_time(platform.engine["kind"], platform.cpu)
+    device_time = plan_time(platform.engine["kind"], platform.cpu, "device")
     assert device_time.icount_shift is not None
     run_dir = tmp_path_factory.mktemp(request.param)
     with make_engine(platform, elf, run_dir, run_dir, time=device_time) as engine:
@@ -117,7 +117,7 @@ def ethernut(tree):
 
 def test_the_ethernut_keeps_its_tick_and_reports_its_load(ethernut, tmp_path):
     platform, elf = ethernut
-    device_time = plan_time(platform.engine["kind"], platform.cpu)
+    device_time = plan_time(platform.engine["kind"], platform.cpu, "device")
     with make_engine(platform, elf, tmp_path, tmp_path, time=device_time) as engine:
         console = engine.start(timeout=30)
         # The board host paces simulated cycles itself: the firmware's tick is never stretched.
