@@ -75,7 +75,8 @@ def test_the_readmes_pytest_example_passes_after_a_plain_install(user_python, tm
     text = README.read_text()
     assert f"```python\n{example.parsed.source}```" in text, "the block run must be the README's, verbatim"
     junit = tmp_path / "report.xml"
-    example.namespace.update(python=user_python, pytest_args=[f"--junitxml={junit}"])
+    example.namespace.update(python=user_python, project=tmp_path / "my-firmware-tests",
+                             pytest_args=[f"--junitxml={junit}"])
     example.evaluate()
     project, proc = example.namespace["pytest_run"]
     assert str(ROOT) not in str(project) and re.search(r"\b3 passed\b", proc.stdout), proc.stdout

@@ -44,7 +44,11 @@ def _param(example):
 
 @pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES if e.parsed.kind != "pytest"])
 def test_readme_example(example):
-    example.evaluate()
+    try:
+        example.evaluate()
+    except BaseException:
+        WORKSPACE.failed = True  # its run folders stay, for a look
+        raise
 
 
 def test_every_fenced_block_is_an_example_that_runs_or_says_why():
@@ -149,13 +153,14 @@ def test_a_stored_table_that_is_not_the_stored_result_fails():
         example.evaluate()
 
 
-def test_a_wrong_pytest_example_fails():
+def test_a_wrong_pytest_example_fails(tmp_path):
     text = README.read_text()
     start = text.index("```python\nimport pytest\n")
     end = text.index("```\n", start + 3)
     wrong = text[:start] + text[start:end].replace('"openmv-n6"', '"openmv-n7"') + text[end:]
     example = _example(wrong, '"openmv-n7"')
     assert example.parsed.kind == "pytest"
+    example.namespace["project"] = tmp_path / "project"
     with pytest.raises(SybilFailure, match=r"(?s)did not pass: .*3 failed.*openmv-n7"):
         example.evaluate()
 
