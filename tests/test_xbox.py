@@ -28,10 +28,10 @@ def run(netrepro, profile, workload):
     assert result.status == "passed", result.error
     a = result.analysis
     where = f"{profile} {workload} ({result.run_dir})"
-    assert a["device_mss"] == MSS, f"{where}: device MSS {a['device_mss']}"
-    assert a["device_window"]["max"] == WINDOW and a["device_window"]["median"] == WINDOW, \
-        f"{where}: device window {a['device_window']}"
-    assert a["window_scaling"] == "not negotiated", f"{where}: scaling {a['window_scale']}"
+    assert a.device_mss == MSS, f"{where}: device MSS {a.device_mss}"
+    assert a.device_window.max == WINDOW and a.device_window.median == WINDOW, \
+        f"{where}: device window {a.device_window}"
+    assert a.window_scaling == "not negotiated", f"{where}: scaling {a.window_scale}"
     return result
 
 
