@@ -139,6 +139,24 @@ void cmd_tick(int argc, char **argv)
   nr_printf("TICK dilation_milli=%lu period=%lu\n", (unsigned long)tick.dilation_milli, (unsigned long)tick.period);
 }
 
+/* "clock on|off": the tick sends the board's clock on its clock port (one
+   byte per board ms), for the link to follow in device time. */
+void cmd_clock(int argc, char **argv)
+{
+  int on;
+
+  if (argc != 2 || (strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0)) {
+    nr_printf("ERROR: usage: clock on|off\n");
+    return;
+  }
+  on = strcmp(argv[1], "on") == 0;
+  if (board_clock_port(on) != BOARD_TICK_OK) {
+    nr_printf("ERROR: this board has no clock port (its host paces its clock)\n");
+    return;
+  }
+  nr_printf("CLOCK %s\n", on ? "on" : "off");
+}
+
 /* "cpu [reset]": the share of the board's time its core was busy, from the
    time it slept waiting for an interrupt (board_idle_ns), since the last
    reset (or boot). */

@@ -35,6 +35,7 @@ static void cmd_help(int argc, char **argv);
 /* Device-time commands (cmd_net.c). */
 void cmd_tick(int argc, char **argv);
 void cmd_cpu(int argc, char **argv);
+void cmd_clock(int argc, char **argv);
 
 /* The built-in commands; the apps' commands (apps.h) follow them. */
 static const struct command commands[] = {
@@ -47,6 +48,8 @@ static const struct command commands[] = {
                "instructions_per_iteration=", cmd_spin },
   { "tick",    "tick [<dilation_milli>] - a board ms lasts dilation_milli/1000 ms of the tick timer's clock: "
                "TICK dilation_milli= period=", cmd_tick },
+  { "clock",   "clock on|off - the tick sends the board's clock on its clock port, a byte per board ms: "
+               "CLOCK on|off", cmd_clock },
   { "cpu",     "cpu [reset] - the core's busy share of the board's time since reset: "
                "CPU busy_ppm= idle_us= total_us=", cmd_cpu },
 };

@@ -67,6 +67,14 @@ struct board_tick {
 int board_set_tick_dilation(uint32_t milli);
 void board_get_tick(struct board_tick *out);
 
+/* The board's clock port (device time, the link following the board). Once
+   on, every tick sends the low byte of its count on a serial port of the
+   emulator (CLOCK_PORT_BASE, from the platform's [clock_port]), so the link
+   can keep its delays, rates and timestamps on the board's clock even when
+   the emulator falls behind wall time / D. BOARD_TICK_OK, or
+   BOARD_TICK_PACED where the board has no clock port (its host paces it). */
+int board_clock_port(int on);
+
 /* The board's time since board_init() in nanoseconds of the board's time (a
    board ms is 1e6 of them whatever the dilation), finer than the tick: the
    tick count plus the tick timer's current count. Never goes backwards. */

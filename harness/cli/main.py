@@ -351,7 +351,11 @@ def _time_lines(result: RunResult) -> list[str]:
     if time.get("mode") == "device":
         lines.append(f"  time     device: D = {time['dilation']:g} ({time['model_mips']:g} MIPS modelled, host "
                      f"{time['host_mips']:g} MIPS)")
-        if time.get("host_lagged"):
+        if time.get("host_lagged") and time.get("link_follows_board"):
+            lines.append(f"  note     the host could not keep D = {time['dilation']:g}: the board ran at D = "
+                         f"{time['effective_dilation']:g} ({time['max_lag_ms']:g} ms behind); the link followed its "
+                         "clock, so the figures stay in the board's time")
+        elif time.get("host_lagged"):
             lines.append(f"  WARNING  the host fell behind the board by {time['max_lag_ms']:g} ms: its timing, and "
                          "so these figures, are not the board's; run with a larger D (--host-mips)")
     elif time.get("mode") == "host":

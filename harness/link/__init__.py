@@ -44,7 +44,7 @@ process (the Link process), counters (its stats), capture (reading its pcap and 
 """
 
 from harness.link.capture import read_drops, read_pcap
-from harness.link.counters import DROP_REASONS, DirectionCounters, LinkCounters
+from harness.link.counters import DROP_REASONS, BoardClockCounters, DirectionCounters, LinkCounters
 from harness.link.process import LINK_SOURCE, SUN_PATH_MAX, Link, link_binary
 from harness.link.settings import OVERFLOW_MODES, SETTINGS, Setting
 from harness.link.spec import Direction, LinkSpec
@@ -71,6 +71,7 @@ __all__ = [
     "DirectionCounters",
     "Link",
     "LinkCounters",
+    "BoardClockCounters",
     "LinkSpec",
     "Setting",
     "link_binary",

@@ -46,6 +46,23 @@ class DirectionCounters:
 
 
 @dataclass(frozen=True)
+class BoardClockCounters:
+    """How the board's own clock went against wall / D, as the link saw its ticks (device time with
+    the link following the board; see harness/link/netrepro_link.c, "the board's clock")."""
+
+    ticks: int = 0                    # board milliseconds reported
+    board_s: float = 0.0              # the board's time from its first tick to its last
+    wall_s: float = 0.0               # the wall time over the same ticks
+    effective_dilation: float = 0.0   # wall seconds per board second, as it came out
+    max_lag_ms: float = 0.0           # the most the board fell behind wall / D (board ms)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BoardClockCounters:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
 class LinkCounters:
     """The link's stats file: both directions and the elapsed time."""
 
@@ -56,6 +73,7 @@ class LinkCounters:
     snapshot: int = 0
     spin_s: float = 0.0  # CPU time spent spinning before deadlines
     capture_stalls: int = 0  # times the link waited for the disk (capture backlog over 256 MiB)
+    board_clock: BoardClockCounters | None = None  # None: the link ran open loop (wall / D)
 
     @property
     def total_frames_in(self) -> int:
@@ -88,6 +106,7 @@ class LinkCounters:
             snapshot=int(data.get("snapshot", 0)),
             spin_s=float(data.get("spin_s", 0.0)),
             capture_stalls=int(data.get("capture_stalls", 0)),
+            board_clock=BoardClockCounters.from_dict(data["board_clock"]) if "board_clock" in data else None,
         )
 
     @classmethod

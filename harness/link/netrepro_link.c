@@ -593,6 +593,170 @@ static int g_files_dirty;
 
 static ns_t wall_of(ns_t mono) { return g_wall0 + (ns_t)((double)(mono - g_t0) / g_dilation); }
 
+/* ------------------------------------------------------------------ the board's clock */
+
+/*
+ * Link time: the time base of every due time, rate and timestamp here, in nanoseconds that pass
+ * as wall nanoseconds would if the board kept exactly to its dilation D (a board second is
+ * D * 1e9 of them).  Open loop it is the monotonic clock since start.  With --board-clock the
+ * board reports its own clock, one byte per board millisecond (the tick count's low byte) on a
+ * serial port of the emulator, and link time follows it: when the emulator falls behind
+ * wall / D (the host is busy, or the emulated NIC costs the host more than its instructions
+ * count), the link slows with the board, so delays, rates and timestamps stay in the board's
+ * time whatever the host does.  Between ticks link time runs on at a slope aimed to meet the
+ * next tick when it is expected, and never passes it before it is seen; it never goes back.
+ */
+#define CLOCK_STALL_NS 1000000000 /* no tick for a wall second: the board stopped; run on freely */
+
+struct board_clock {
+    int listen_fd, fd;       /* -1: none */
+    int ticking;             /* the first tick has been seen */
+    uint8_t last_byte;
+    uint64_t ticks;
+    ns_t anchor_m;           /* wall (monotonic since start) of the anchor */
+    double anchor_v, slope;  /* link time at the anchor; link ns per wall ns after it */
+    double cap;              /* link time stays below this (the next tick) until that tick is seen */
+    double tick_v;           /* link time of the last tick */
+    ns_t tick_m;             /* wall time it was read */
+    double wall_per_tick;    /* EWMA of the wall ns a board ms takes */
+    ns_t first_m;            /* the first tick, for the lag figures */
+    double first_v;
+    double max_lag_ns;       /* the most the board fell behind wall / D, in link ns */
+    double last_v;           /* link_now() never returns less */
+};
+static struct board_clock g_clk = {.listen_fd = -1, .fd = -1, .slope = 1.0, .cap = INFINITY};
+
+static double link_at(ns_t m)
+{
+    double v = g_clk.anchor_v + (double)(m - g_clk.anchor_m) * g_clk.slope;
+    if (g_clk.ticking && m - g_clk.tick_m < CLOCK_STALL_NS && v > g_clk.cap)
+        v = g_clk.cap;
+    return v;
+}
+
+/* link time now (ns since start, in the board's time times D) */
+static ns_t link_now(void)
+{
+    double v = link_at(mono_ns() - g_t0);
+    if (v < g_clk.last_v)
+        v = g_clk.last_v;
+    g_clk.last_v = v;
+    return (ns_t)v;
+}
+
+/* how many wall ns link time takes to advance by `v` from now (an estimate: it is re-checked) */
+static ns_t link_wall(ns_t v)
+{
+    double s = g_clk.slope > 0.05 ? g_clk.slope : 0.05;
+    ns_t w = (ns_t)((double)v / s);
+    if (g_clk.ticking && g_clk.last_v >= g_clk.cap - 1.0 && w < (ns_t)g_clk.wall_per_tick)
+        w = (ns_t)g_clk.wall_per_tick; /* held at the next tick: its byte wakes us */
+    return w;
+}
+
+static void clock_listen(const char *path)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa.sun_path))
+        usage_error("--board-clock: path too long (%zu bytes, at most %zu)", strlen(path), sizeof(sa.sun_path) - 1);
+    memcpy(sa.sun_path, path, strlen(path));
+    g_clk.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (g_clk.listen_fd < 0)
+        die("board clock socket: %s", strerror(errno));
+    unlink(path);
+    if (bind(g_clk.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(g_clk.listen_fd, 1) < 0)
+        die("cannot listen on board clock socket %s: %s", path, strerror(errno));
+}
+
+static void clock_restart(ns_t m, double v, double slope, double cap)
+{
+    g_clk.anchor_m = m;
+    g_clk.anchor_v = v;
+    g_clk.slope = slope;
+    g_clk.cap = cap;
+}
+
+/* take in the ticks the board sent; re-aim link time at the next one */
+static void clock_read(void)
+{
+    uint8_t buf[512];
+    ssize_t r = read(g_clk.fd, buf, sizeof(buf));
+    ns_t m = mono_ns() - g_t0;
+    double v = link_at(m);
+    if (v < g_clk.last_v)
+        v = g_clk.last_v;
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) { /* the emulator went away */
+        close(g_clk.fd);
+        g_clk.fd = -1;
+        clock_restart(m, v, 1.0, INFINITY);
+        g_clk.ticking = 0;
+        return;
+    }
+    if (r <= 0)
+        return;
+    const double board_ms = g_dilation * 1e6; /* link ns in a board ms */
+    ssize_t i = 0;
+    if (!g_clk.ticking) { /* the first tick is now: the board's time is what the link thought */
+        g_clk.ticking = 1;
+        g_clk.last_byte = buf[0];
+        g_clk.tick_v = v;
+        g_clk.first_m = m;
+        g_clk.first_v = v;
+        g_clk.wall_per_tick = board_ms;
+        g_clk.tick_m = m;
+        i = 1;
+    }
+    uint64_t k = 0;
+    for (; i < r; i++) {
+        k += (uint8_t)(buf[i] - g_clk.last_byte); /* a tick the board could not send still counts */
+        g_clk.last_byte = buf[i];
+    }
+    if (k) {
+        double per = (double)(m - g_clk.tick_m) / (double)k;
+        if (per < 0.25 * board_ms) /* read in a burst after a late wake-up */
+            per = 0.25 * board_ms;
+        g_clk.wall_per_tick += (per - g_clk.wall_per_tick) / 16.0;
+        g_clk.ticks += k;
+        g_clk.tick_v += (double)k * board_ms;
+        g_clk.tick_m = m;
+        double lag = (double)(m - g_clk.first_m) - (g_clk.tick_v - g_clk.first_v);
+        if (lag > g_clk.max_lag_ns)
+            g_clk.max_lag_ns = lag;
+    }
+    double next = g_clk.tick_v + board_ms;
+    double slope = (next - v) / g_clk.wall_per_tick;
+    slope = slope < 0.05 ? 0.05 : slope > 4.0 ? 4.0 : slope;
+    clock_restart(m, v, slope, next);
+}
+
+static void clock_accept(void)
+{
+    int fd = accept4(g_clk.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (g_clk.fd >= 0)
+        close(g_clk.fd);
+    g_clk.fd = fd;
+}
+
+/* the pollfd of the board's clock: the connection, else the listening socket, else nothing */
+static struct pollfd clock_pollfd(void)
+{
+    return (struct pollfd){.fd = g_clk.fd >= 0 ? g_clk.fd : g_clk.listen_fd, .events = POLLIN};
+}
+
+static void clock_ready(short revents)
+{
+    if (!(revents & (POLLIN | POLLERR | POLLHUP)))
+        return;
+    if (g_clk.fd >= 0)
+        clock_read();
+    else if (g_clk.listen_fd >= 0)
+        clock_accept();
+}
+
 /*
  * Output files written by a thread of their own (at normal priority), so that disk I/O
  * never holds up the timing loop: the loop copies records into 1 MiB chunks and hands
@@ -856,7 +1020,8 @@ static ssize_t recv_stamped(int fd, uint8_t *buf, size_t cap, ns_t *arrival)
         return r;
     struct timespec rt_now;
     clock_gettime(CLOCK_REALTIME, &rt_now);
-    ns_t now = mono_ns() - g_t0;
+    ns_t m = mono_ns() - g_t0;
+    ns_t now = link_now();
     *arrival = now;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS)
@@ -864,8 +1029,10 @@ static ssize_t recv_stamped(int fd, uint8_t *buf, size_t cap, ns_t *arrival)
         struct timespec ts;
         memcpy(&ts, CMSG_DATA(c), sizeof(ts));
         ns_t age = ((ns_t)rt_now.tv_sec - ts.tv_sec) * NS_PER_S + (rt_now.tv_nsec - ts.tv_nsec);
-        if (age >= 0 && age < 50000000) /* a wall-clock step would make it nonsense: then use now */
-            *arrival = now - age;
+        if (age >= 0 && age < 50000000) { /* a wall-clock step would make it nonsense: then use now */
+            double then = link_at(m - age);
+            *arrival = then < (double)now ? (ns_t)then : now;
+        }
     }
     return r;
 }
@@ -1259,7 +1426,7 @@ static void dir_deliver(struct dir *d, ns_t now)
             d->out->blocked = 0;
         }
         struct frame *f = d->heap[0];
-        ns_t t = mono_ns() - g_t0;
+        ns_t t = link_now();
         /* A late wake-up must not turn due frames into a burst the receiving NIC cannot take
          * (QEMU's LAN9118 drops beyond ~6 frames): hand them over no faster than its wire. */
         if (d->c.pace && d->pace_tat - d->pace_burst_ns > (double)t)
@@ -1321,6 +1488,15 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
             "  \"spin_s\": %.6f,\n  \"capture_stalls\": %" PRIu64,
             now / 1e9 / g_dilation, g_dilation, g_snapshot, final ? "true" : "false", g_spin_s,
             (g_pcap ? g_pcap->stalls : 0) + (g_drops ? g_drops->stalls : 0));
+    if (g_clk.listen_fd >= 0) {
+        /* how the board's own clock went against wall / D since its first tick */
+        double board_ns = g_clk.tick_v - g_clk.first_v, wall_ns = (double)(g_clk.tick_m - g_clk.first_m);
+        fprintf(f,
+                ",\n  \"board_clock\": {\"ticks\": %" PRIu64 ", \"board_s\": %.6f, \"wall_s\": %.6f, "
+                "\"effective_dilation\": %.6f, \"max_lag_ms\": %.3f}",
+                g_clk.ticks, board_ns / 1e9 / g_dilation, wall_ns / 1e9,
+                board_ns > 0 ? wall_ns / board_ns * g_dilation : 0.0, g_clk.max_lag_ns / 1e6 / g_dilation);
+    }
     for (int i = 0; i < NDIR; i++) {
         struct dir *d = &dirs[i];
         q_advance(d, now);
@@ -1455,7 +1631,7 @@ struct loop {
     struct waiter *w;
     int running;
     ns_t last_flush;
-    struct pollfd pfd[3];
+    struct pollfd pfd[4]; /* the two inputs, the signals, the board's clock */
     short in_events[2];
 };
 
@@ -1475,7 +1651,7 @@ static void drain_input(struct loop *L, int k)
         ns_t t = 0;
         if (e->is_tap) {
             r = read(e->fd, g_buf, sizeof(g_buf));
-            t = mono_ns() - g_t0;
+            t = link_now();
         } else {
             r = recv_stamped(e->fd, g_buf, sizeof(g_buf), &t);
         }
@@ -1500,7 +1676,7 @@ static void handle_signals(struct loop *L)
     while (read(L->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGUSR1) {
             files_flush();
-            stats_write(L->dirs, mono_ns() - g_t0, 0);
+            stats_write(L->dirs, link_now(), 0);
         } else {
             L->running = 0;
         }
@@ -1548,6 +1724,7 @@ static void set_pollfds(struct loop *L, int all_inputs, ns_t deadline, ns_t now)
         L->pfd[k] = (struct pollfd){.fd = e->fd, .events = L->in_events[k] | (e->blocked && e->connected ? POLLOUT : 0)};
     }
     L->pfd[2] = (struct pollfd){.fd = L->sfd, .events = POLLIN};
+    L->pfd[3] = clock_pollfd();
 }
 
 /* handle what ppoll reported */
@@ -1555,6 +1732,7 @@ static void handle_ready(struct loop *L)
 {
     if (L->pfd[2].revents & POLLIN)
         handle_signals(L);
+    clock_ready(L->pfd[3].revents);
     for (int k = 0; k < 2; k++) {
         if (L->pfd[k].revents & POLLOUT)
             input_ep(L, k)->blocked = 0;
@@ -1566,7 +1744,7 @@ static void handle_ready(struct loop *L)
 static int xppoll(struct loop *L, ns_t timeout)
 {
     struct timespec to = {timeout / NS_PER_S, timeout % NS_PER_S};
-    int n = ppoll(L->pfd, 3, timeout < 0 ? NULL : &to, NULL);
+    int n = ppoll(L->pfd, 4, timeout < 0 ? NULL : &to, NULL);
     if (n < 0 && errno != EINTR)
         die("ppoll: %s", strerror(errno));
     return n;
@@ -1580,37 +1758,42 @@ static int xppoll(struct loop *L, ns_t timeout)
  */
 static void loop_once(struct loop *L)
 {
-    ns_t now = mono_ns() - g_t0;
+    ns_t now = link_now();
     for (int i = 0; i < NDIR; i++)
         dir_deliver(&L->dirs[i], now);
 
     ns_t deadline = next_deadline(L);
-    now = mono_ns() - g_t0;
+    now = link_now();
     if (deadline > now) {
         ns_t margin = deadline == INT64_MAX ? 0 : waiter_margin(L->w, now);
         ns_t wake = deadline == INT64_MAX ? INT64_MAX : deadline - margin;
         if (wake > now + 2000) {
             set_pollfds(L, 0, deadline, now);
-            int n = xppoll(L, wake == INT64_MAX ? -1 : wake - now);
+            int n = xppoll(L, wake == INT64_MAX ? -1 : link_wall(wake - now));
             if (n != 0) {
                 if (n > 0)
                     handle_ready(L);
                 goto housekeeping; /* woken by an input or a signal: start over */
             }
-            waiter_sample(L->w, mono_ns() - g_t0 - wake);
+            waiter_sample(L->w, link_now() - wake);
         }
-        /* the last stretch: take in everything now, then spin watching all inputs */
+        /* the last stretch: take in everything now, then spin watching all inputs; a spin
+           outlasting its margin (the board's clock has not reached the deadline) goes back
+           to waiting, so that it never takes a core from a lagging emulator */
         set_pollfds(L, 1, deadline, now);
         for (int k = 0; k < 2; k++)
             drain_input(L, k); /* deferred inputs above all; an empty one costs one syscall */
-        ns_t s0 = mono_ns() - g_t0, t = s0;
+        ns_t w0 = mono_ns(), s0 = link_now(), t = s0;
         while (t < deadline && L->running) {
             if (xppoll(L, 0) > 0)
                 handle_ready(L);
-            t = mono_ns() - g_t0;
+            t = link_now();
+            if (g_clk.ticking && mono_ns() - w0 > 2 * L->w->spin_max + 20000)
+                break;
         }
-        L->w->window_spin += t - s0;
-        g_spin_s += (double)(t - s0) / 1e9;
+        ns_t spun = mono_ns() - w0;
+        L->w->window_spin += spun;
+        g_spin_s += (double)spun / 1e9;
     } else {
         /* already due: a quick look at the inputs and the signals first */
         set_pollfds(L, 1, deadline, now);
@@ -1618,7 +1801,7 @@ static void loop_once(struct loop *L)
             handle_ready(L);
     }
 housekeeping:
-    now = mono_ns() - g_t0;
+    now = link_now();
     if (g_files_dirty && now - L->last_flush >= NS_PER_S) {
         files_flush();
         L->last_flush = now;
@@ -1632,6 +1815,8 @@ static void help(void)
          "                     [--to-device SPEC] [--to-peer SPEC] [--pcap PATH] [--drops PATH] [--stats PATH]\n"
          "                     [--spin-us N] [--spin-budget FRACTION] [--max-inflight N] [--rt-priority N] [--nice N]\n"
          "                     [--dilation D]   (device time: wall seconds per second of the board's time)\n"
+         "                     [--board-clock PATH] (listen here for the board's clock, a byte per board ms:\n"
+         "                                           link time then follows the board, not the wall)\n"
          "                     [--no-defer] [--hold-capture-mib N] [--die-with-parent] [--LINK-WIDE-KEY VALUE]");
     printf("link-wide keys:%s\n"
            "SPEC: key=value,key=value,... (a list continues after a comma: drop=data:3,syn:1) with the keys:\n"
@@ -1644,7 +1829,7 @@ static void help(void)
 int main(int argc, char **argv)
 {
     const char *device_sock = NULL, *device_remote = NULL, *peer_sock = NULL, *peer_remote = NULL, *tap = NULL;
-    const char *tap_addr = NULL, *pcap_path = NULL, *drops_path = NULL;
+    const char *tap_addr = NULL, *pcap_path = NULL, *drops_path = NULL, *clock_path = NULL;
     const char *spec_dev = "", *spec_peer = "";
     uint64_t tmp;
     int tap_mtu = 0, die_with_parent = 0, nice_level = 0, nice_set = 0, rt_prio = 0;
@@ -1736,6 +1921,8 @@ int main(int argc, char **argv)
         } else if (FLAG("--dilation")) {
             if (parse_double(val, &g_dilation) || !(g_dilation >= 0.001 && g_dilation <= 1000))
                 usage_error("--dilation: bad value '%s' (wall seconds per board second, 0.001..1000)", val);
+        } else if (FLAG("--board-clock")) {
+            clock_path = val;
         } else if (FLAG("--max-inflight")) {
             if (parse_u64(val, &g_max_inflight) || g_max_inflight == 0)
                 usage_error("--max-inflight: bad value '%s'", val);
@@ -1813,6 +2000,8 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_REALTIME, &ts);
     g_wall0 = (ns_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
     g_t0 = mono_ns();
+    if (clock_path)
+        clock_listen(clock_path);
     if (pcap_path)
         pcap_open(pcap_path);
     if (drops_path)
@@ -1838,12 +2027,14 @@ int main(int argc, char **argv)
     while (L.running)
         loop_once(&L);
 
-    ns_t end = mono_ns() - g_t0;
+    ns_t end = link_now();
     afile_close(g_pcap); /* waits until everything is on disk (in the page cache) */
     afile_close(g_drops);
     stats_write(dirs, end, 1);
     unlink(dev_ep.bound_path);
     if (peer_ep.bound_path)
         unlink(peer_ep.bound_path);
+    if (clock_path)
+        unlink(clock_path);
     return 0;
 }

@@ -86,6 +86,7 @@ class Link:
         nice: int | None = -10,
         hold_capture_mib: int = 256,
         dilation: float = 1.0,
+        board_clock: str | Path | None = None,
         extra_args: Sequence[str] = (),
     ) -> None:
         if (tap is None) == (peer_sock is None or peer_remote is None):
@@ -106,6 +107,7 @@ class Link:
         self.nice = nice
         self.hold_capture_mib = hold_capture_mib
         self.dilation = dilation  # device time: every setting and timestamp stays in the board's time
+        self.board_clock = Path(board_clock) if board_clock is not None else None  # the board's tick socket
         self.extra_args = list(extra_args)
         self.proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
@@ -138,6 +140,8 @@ class Link:
             cmd += ["--peer-sock", str(self.peer_sock), "--peer-remote", str(self.peer_remote)]
         if self.dilation != 1.0:
             cmd += ["--dilation", f"{self.dilation:.9g}"]
+        if self.board_clock is not None:  # link time follows the board's clock, not wall / D
+            cmd += ["--board-clock", str(self.board_clock)]
         cmd += [
             "--to-device", self.spec.to_device.cli(),
             "--to-peer", self.spec.to_peer.cli(),

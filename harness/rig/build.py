@@ -131,6 +131,8 @@ def generated_files(platform: Platform) -> dict[str, str]:
         f"#define NIC_BASE {int(platform.nic['base']):#010x}u",
         f"#define NIC_IRQ {int(platform.nic['irq'])}",
     ]
+    if platform.clock_port:  # the serial port the tick sends the board's clock on (device time)
+        config.append(f"#define CLOCK_PORT_BASE {int(platform.clock_port['base']):#010x}u")
     regions = [f"  {r.role.upper():<5} ({'rx' if r.role == 'code' else 'rwx'}) : "
                f"ORIGIN = {r.origin:#010x}, LENGTH = {r.length}" for r in platform.memory.values()]
     memory = "MEMORY\n{\n" + "\n".join(regions) + "\n}\n"

@@ -127,6 +127,13 @@ class Console:
                                 "rebuild the firmware (its `tick` command sets device time)")
         return int(match.group(2))
 
+    def clock_port(self, on: bool) -> None:
+        """Have the tick send the board's clock on its clock port (device time: the link follows it)."""
+        out = self.command(f"clock {'on' if on else 'off'}")
+        if f"CLOCK {'on' if on else 'off'}" not in out:
+            raise NetreproError(f"the firmware did not switch its clock port: {out.strip()[:80]!r}",
+                                "rebuild the firmware (its `clock` command sends the board's clock to the link)")
+
     def cpu_load(self, reset: bool = False) -> dict[str, int]:
         """The board's own measure of its core: busy parts per million, idle and total µs of its time."""
         out = self.command("cpu reset" if reset else "cpu")

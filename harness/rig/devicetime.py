@@ -54,8 +54,16 @@ class DeviceTime:
     host_mips: float | None = None
     icount_shift: int | None = None  # QEMU's -icount shift (None: not counting instructions)
     realtime_priority: bool | None = None
-    host_lagged: bool = False
+    host_lagged: bool = False        # the board's clock fell behind wall time / D
     max_lag_ms: float = 0.0
+    link_follows_board: bool = False  # the link kept to the board's own clock (so a lag moved no figure)
+    effective_dilation: float | None = None  # the D the board really kept over the workload
+
+    @property
+    def figures_at_risk(self) -> bool:
+        """The board fell behind while the link ran on wall / D: the board saw a faster world than
+        modelled, so its figures are not the board's (repeat at a larger D)."""
+        return self.host_lagged and not self.link_follows_board
 
     @property
     def device(self) -> bool:

@@ -27,10 +27,12 @@ from harness.rig.platform import Platform
 
 @dataclass(frozen=True)
 class NicBackend:
-    """Where the board's NIC meets the link: two unix datagram socket paths."""
+    """Where the board meets the link: the NIC's two unix datagram socket paths, and the socket the
+    link takes the board's clock from (device time; None: the link runs on wall / D)."""
 
     local: Path   # QEMU binds this
     remote: Path  # the link binds this; QEMU sends frames here
+    clock: Path | None = None  # the link listens here; QEMU connects the board's clock port to it
 
 
 class EngineProcess:
@@ -90,8 +92,23 @@ class QemuEngine(EngineProcess):
             argv += ["-cpu", str(engine["cpu"])]
         if "memory" in engine:
             argv += ["-m", str(engine["memory"])]
-        argv += self._nic_args() + self.time.qemu_args() + list(engine.get("extra_args", []))
+        argv += self._nic_args() + self._clock_args() + self.time.qemu_args() + list(engine.get("extra_args", []))
         return argv
+
+    @property
+    def sends_clock(self) -> bool:
+        """Whether the board sends its clock to the link: device time, a clock port, a link listening."""
+        return self.platform.sends_clock(self.time) and self.nic is not None and self.nic.clock is not None
+
+    def _clock_args(self) -> list[str]:
+        if not self.sends_clock:
+            return []
+        assert self.nic is not None and self.platform.clock_port is not None
+        # the console is serial 0 (-serial stdio); the clock port is the platform's next one
+        if int(self.platform.clock_port["serial"]) != 1:
+            raise NetreproError(f"{self.platform.path}: clock_port.serial must be 1 (the console is serial 0)",
+                                "put the board's clock on QEMU's second serial port")
+        return ["-chardev", f"socket,id=nrclock,path={self.nic.clock}", "-serial", "chardev:nrclock"]
 
     def _nic_args(self) -> list[str]:
         if self.nic is None:
@@ -114,6 +131,8 @@ class QemuEngine(EngineProcess):
         console.wait_boot(timeout)
         if self.time.icount_shift is not None:  # the core runs at host_mips: the board's ms lasts D ms
             console.set_tick_dilation(self.time.dilation)
+        if self.sends_clock:
+            console.clock_port(True)
         return console
 
     def _connect_qmp(self, timeout: float) -> QEMUMonitorProtocol:

@@ -30,6 +30,7 @@ _SCHEMA: dict[str, dict[str, bool]] = {
     "firmware": {"board": True, "nic": True, "toolchain": True, "cpu_hz": True},
     "memory": {"code": True, "data": True, "bulk": False},
     "console": {"device": True, "base": True, "serial": False},
+    "clock_port": {"device": True, "base": True, "serial": True},
     "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False, "wire_rate": False,
             "rx_burst_frames": False, "rx_overflow": False, "rx_overflow_frames": False,
             "qemu_model": False},
@@ -68,6 +69,7 @@ class Platform:
     default_profile: str
     profiles: list[str] = field(default_factory=list)
     cpu: CpuModel | None = None       # the real part's speed, for device time
+    clock_port: dict[str, Any] | None = None  # the serial port the board sends its clock on (device time)
 
     def with_nic(self, **changes: Any) -> Platform:
         """The same board with some [nic] keys changed (e.g. rx_overflow="hold" for one run)."""
@@ -78,6 +80,11 @@ class Platform:
     def time(self, choice: TimeChoice) -> DeviceTime:
         """How this board's time relates to the wall clock for a run, as the user chose."""
         return choice.for_platform(self.engine["kind"], self.cpu)
+
+    def sends_clock(self, time: DeviceTime) -> bool:
+        """Whether, run in this time, the board sends its clock for the link to follow: device time
+        counted by instructions (QEMU), and a clock port to send it on."""
+        return time.icount_shift is not None and self.clock_port is not None
 
     def link_preset(self, name: str) -> dict[str, Any]:
         if name not in self.links:
@@ -153,7 +160,7 @@ def _parse(path: Path, data: dict[str, Any]) -> Platform:
         real=data["real"], stand_in=data["stand_in"], engine=data["engine"], firmware=data["firmware"],
         memory=_regions(path, data["memory"]), console=data["console"], nic=data["nic"],
         links=_links(path, data.get("links", {})), default_profile=profiles["default"],
-        profiles=list(profiles["known"]), cpu=_cpu(path, data.get("cpu")),
+        profiles=list(profiles["known"]), cpu=_cpu(path, data.get("cpu")), clock_port=data.get("clock_port"),
     )
 
 

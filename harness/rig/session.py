@@ -13,10 +13,11 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from harness.core.progress import Progress
-from harness.link import Link, LinkCounters, LinkSpec, parse_rate
+from harness.link import BoardClockCounters, Link, LinkCounters, LinkSpec, parse_rate
 from harness.rig.build import Firmware
 from harness.rig.console import Console
 from harness.rig.devicetime import DeviceTime
@@ -84,12 +85,16 @@ class Session:
     def _start(self) -> None:
         # Unix socket paths are limited to 108 bytes, so they live in a short temp folder.
         self.sock_dir = Path(tempfile.mkdtemp(prefix="nr-", dir="/tmp"))
-        nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock")
+        # device time on QEMU: the link follows the board's own clock, sent on its clock port
+        follows = self.platform.sends_clock(self.time)
+        nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock",
+                         clock=self.sock_dir / "clock.sock" if follows else None)
         self.progress.step("starting the peer namespace and the link")
         self.namespace = Namespace(self.run_dir).start()
         self.link = Link(self.link_run, device_sock=nic.remote,
                          device_remote=nic.local, run_dir=self.run_dir,
-                         tap=TAP_NAME, prefix=self.namespace.prefix(), dilation=self.time.dilation)
+                         tap=TAP_NAME, prefix=self.namespace.prefix(), dilation=self.time.dilation,
+                         board_clock=nic.clock)
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "
@@ -107,6 +112,20 @@ class Session:
             return pid is not None and os.sched_getscheduler(pid) == os.SCHED_FIFO
         except OSError:
             return False
+
+    def clock_mark(self) -> BoardClockCounters | None:
+        """Where the board's clock stands, as the link sees its ticks (None: the link runs on wall / D)."""
+        if self.link is None or self.link.board_clock is None:
+            return None
+        return self.link.counters().board_clock
+
+    def time_since(self, mark: BoardClockCounters | None) -> DeviceTime:
+        """The run's time with the dilation the board really kept since `mark`: what turns a figure the
+        peer timed on the wall clock into the board's time when the host could not keep the planned D."""
+        now = self.clock_mark() if mark is not None else None
+        if now is None or mark is None or now.board_s - mark.board_s < 0.05:
+            return self.time
+        return replace(self.time, dilation=(now.wall_s - mark.wall_s) / (now.board_s - mark.board_s))
 
     def close(self) -> None:
         """Stop the board, then the link (which writes its counters), then the namespace."""

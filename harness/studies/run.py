@@ -182,11 +182,14 @@ class BoardClock:
         (QEMU's -icount align, the simavr host's pacing): its timing, and so every figure, is wrong.
         """
         board_s = (rig.console.uptime_ms() - self.board_ms) / 1000
-        expected_s = (time.monotonic() - self.wall_s) / planned.dilation
+        wall_s = time.monotonic() - self.wall_s
+        expected_s = wall_s / planned.dilation
         lag_ms = max(0.0, (expected_s - board_s) * 1000)
         lagged = planned.device and lag_ms > max(LAG_FLOOR_MS, LAG_SHARE * expected_s * 1000)
+        effective = round(wall_s / board_s, 3) if planned.device and board_s > 0 else None
         return replace(planned, host_lagged=lagged, max_lag_ms=round(lag_ms, 1),
-                       realtime_priority=rig.realtime_priority())
+                       realtime_priority=rig.realtime_priority(),
+                       link_follows_board=rig.platform.sends_clock(planned), effective_dilation=effective)
 
 
 def device_cpu(load: dict[str, int]) -> dict[str, float]:
@@ -200,7 +203,7 @@ def execute_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = No
     """Execute the plan; a device-time run whose host fell behind is repeated once at twice the dilation
     (in RUN_DIR-slower), and the repeat's result stands, still marked if that host lagged too."""
     result = plan.execute(run_dir, progress)
-    if not result.time.get("host_lagged"):
+    if not (result.time.get("host_lagged") and not result.time.get("link_follows_board")):
         return result
     slower = plan.time.slower()
     (progress or Progress(quiet=True)).warn(

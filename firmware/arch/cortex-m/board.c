@@ -10,6 +10,10 @@
 #include "cortex-m/regs.h"
 
 void console_init(void);
+#ifdef CLOCK_PORT_BASE
+void clock_port_init(void);
+void clock_port_send(uint8_t count);
+#endif
 
 #define NS_PER_MS 1000000u
 
@@ -24,10 +28,30 @@ static uint64_t tick_ns_q32;
 static uint32_t tick_milli;
 static uint64_t last_ns;  /* board_time_ns() never returns less than this */
 static uint64_t idle_ns;
+static volatile int clock_port_on;
 
 void systick_handler(void)
 {
   ticks_ms++;
+#ifdef CLOCK_PORT_BASE
+  if (clock_port_on) {
+    clock_port_send((uint8_t)ticks_ms);
+  }
+#endif
+}
+
+int board_clock_port(int on)
+{
+#ifdef CLOCK_PORT_BASE
+  if (on) {
+    clock_port_init();
+  }
+  clock_port_on = on;
+  return BOARD_TICK_OK;
+#else
+  (void)on;
+  return BOARD_TICK_PACED;
+#endif
 }
 
 uint32_t board_ms(void)

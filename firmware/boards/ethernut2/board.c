@@ -76,6 +76,12 @@ void board_get_tick(struct board_tick *out)
   out->max_milli = 1000u;
 }
 
+int board_clock_port(int on)
+{
+  (void)on;
+  return BOARD_TICK_PACED; /* the board host paces the simulated clock itself */
+}
+
 int board_set_tick_dilation(uint32_t milli)
 {
   return milli == 1000u ? BOARD_TICK_OK : BOARD_TICK_PACED;

@@ -14,6 +14,10 @@
 #include "x86/io.h"
 
 void console_init(void);
+#ifdef CLOCK_PORT_BASE
+void clock_port_init(void);
+void clock_port_send(uint8_t count);
+#endif
 void console_irq_handler(void);
 void console_putc_polled(char c);
 void nic_irq_handler(void); /* the NIC driver's (nr_nic.h, kept free of lwIP here) */
@@ -55,6 +59,21 @@ static struct idt_entry idt[48] __attribute__((aligned(8)));
 #define NS_PER_MS 1000000u
 
 static volatile uint32_t ticks_ms;
+static volatile int clock_port_on;
+
+int board_clock_port(int on)
+{
+#ifdef CLOCK_PORT_BASE
+  if (on) {
+    clock_port_init();
+  }
+  clock_port_on = on;
+  return BOARD_TICK_OK;
+#else
+  (void)on;
+  return BOARD_TICK_PACED;
+#endif
+}
 
 /* The tick's period in PIT counts (the divisor), and the nanoseconds one
    count lasts as 32.32 fixed point (a multiply per clock read, no division).
@@ -345,6 +364,11 @@ void isr_dispatch(struct isr_frame *f)
   }
   if (irq == IRQ_PIT) {
     ticks_ms++;
+#ifdef CLOCK_PORT_BASE
+    if (clock_port_on) {
+      clock_port_send((uint8_t)ticks_ms);
+    }
+#endif
   } else if (irq == IRQ_COM1) {
     console_irq_handler();
   } else if (irq == NIC_IRQ) {

@@ -49,6 +49,27 @@ void console_init(void)
   board_irq_enable(IRQ_COM1);
 }
 
+#ifdef CLOCK_PORT_BASE
+/* The board's clock port (COM2): transmit only, no interrupts. */
+void clock_port_init(void)
+{
+  outb(CLOCK_PORT_BASE + 1u, 0);        /* IER */
+  outb(CLOCK_PORT_BASE + 3u, LCR_DLAB);
+  outb(CLOCK_PORT_BASE + 0u, 1);        /* DLL */
+  outb(CLOCK_PORT_BASE + 1u, 0);        /* DLM */
+  outb(CLOCK_PORT_BASE + 3u, LCR_8N1);
+  outb(CLOCK_PORT_BASE + 2u, FCR_FIFO);
+}
+
+/* From the tick: never waits (a byte left out still counts in the next one). */
+void clock_port_send(uint8_t count)
+{
+  if (inb(CLOCK_PORT_BASE + 5u) & LSR_THRE) {
+    outb(CLOCK_PORT_BASE + 0u, count);
+  }
+}
+#endif
+
 void console_putc_polled(char c)
 {
   while (!(inb(UART_LSR) & LSR_THRE)) {

@@ -1,0 +1,135 @@
+"""The link following the board's own clock (device time, closed loop): a fake board sends one byte
+per board millisecond on the clock socket, slower than wall / D, and the link's delays, rates and
+timestamps follow it (synthetic frames, real sockets, the real C link)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.link import LinkCounters, LinkSpec, read_pcap
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_link import DEV_MAC, PEER_MAC, Bench, frame_number, one_way, raw_frame
+
+D = 4.0
+SLOWER = 2.0  # the fake board runs at half the speed the dilation asks: its ms lasts 2 * D wall ms
+
+
+class FakeBoardClock:
+    """A board's clock port: connects to the link and sends its tick count's low byte every board ms."""
+
+    def __init__(self, path: Path, wall_per_ms: float) -> None:
+        self.path = path
+        self.wall_per_ms = wall_per_ms
+        self.paused = threading.Event()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(self.path))
+        tick, due = 0, time.monotonic()
+        with sock:
+            while not self.stopped.is_set():
+                due += self.wall_per_ms
+                time.sleep(max(0.0, due - time.monotonic()))
+                if self.paused.is_set():
+                    due = time.monotonic()
+                    continue
+                tick += 1
+                try:
+                    sock.send(bytes([tick & 0xFF]))
+                except OSError:  # the link has stopped
+                    return
+
+    def __enter__(self) -> FakeBoardClock:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=2)
+
+
+@contextlib.contextmanager
+def bench_with_clock(spec: LinkSpec, root: Path, wall_per_ms: float):
+    bench = Bench(spec, root)
+    bench.link.dilation = D
+    bench.link.board_clock = root / "clock.sock"
+    with bench, FakeBoardClock(bench.link.board_clock, wall_per_ms) as clock:
+        time.sleep(20 * wall_per_ms)  # a few ticks, so the link has the board's pace
+        yield bench, clock
+
+
+@pytest.fixture
+def root(tmp_path_factory):
+    return Path(tmp_path_factory.mktemp("clk", numbered=True))
+
+
+def test_a_slow_boards_round_trip_still_reads_as_its_rtt(root):
+    spec = LinkSpec.from_preset({"rtt": "5.5ms"})
+    wall = []
+    with bench_with_clock(spec, root, D * SLOWER / 1000) as (b, _):
+        for i in range(8):
+            sent = b.from_device(raw_frame(i, 200))
+            b.at_peer(1)
+            b.from_peer(raw_frame(100 + i, 200, PEER_MAC, DEV_MAC))
+            (arrived, _), *_ = b.at_device(1)
+            wall.append(arrived - sent)
+        b.link.stop()
+    stamps = {frame_number(f): t for t, f in read_pcap(b.link.pcap_path)}
+    captured = [stamps[100 + i] - stamps[i] for i in range(8)]
+    # the board's ms lasts 8 wall ms: 5.5 board ms of RTT take ~44 ms of wall time, and read 5.5 ms
+    assert statistics.median(wall) / 1e6 == pytest.approx(5.5 * D * SLOWER, rel=0.2)
+    assert statistics.median(captured) * 1e3 == pytest.approx(5.5, abs=0.4)
+    clock = LinkCounters.from_file(b.link.stats_path).board_clock
+    assert clock is not None and clock.ticks > 50
+    assert clock.effective_dilation == pytest.approx(D * SLOWER, rel=0.1)
+    assert clock.max_lag_ms > 0
+
+
+def test_a_rate_follows_the_boards_clock(root):
+    rate, count = 10_000_000, 20
+    spec = LinkSpec(to_device=one_way(rate_bps=rate))
+    with bench_with_clock(spec, root, D * SLOWER / 1000) as (b, _):
+        with b.frozen():
+            for i in range(count):
+                b.from_peer(raw_frame(i, 1514, PEER_MAC, DEV_MAC))
+        got = b.at_device(count, timeout=10)
+        b.link.stop()
+    wall_span = (got[-1][0] - got[0][0]) / 1e9
+    board_span = (count - 1) * (1514 + 24) * 8 / rate
+    assert wall_span == pytest.approx(board_span * D * SLOWER, rel=0.15)
+    stamps = [t for t, _ in read_pcap(b.link.pcap_path)]
+    assert stamps[-1] - stamps[0] == pytest.approx(board_span, rel=0.15)  # handed to the device, in board time
+
+
+def test_nothing_is_delivered_while_the_boards_clock_stands_still(root):
+    spec = LinkSpec(to_peer=one_way(delay_s=0.002))
+    with bench_with_clock(spec, root, D / 1000) as (b, clock):
+        clock.paused.set()
+        time.sleep(0.05)
+        b.from_device(raw_frame(1, 200))
+        assert b.at_peer(1, timeout=0.3) == []  # 2 board ms never pass while the board is stopped
+        clock.paused.clear()
+        assert len(b.at_peer(1, timeout=2)) == 1
+        b.link.stop()
+    stats = json.loads(b.link.stats_path.read_text())
+    assert stats["to_peer"]["frames_out"] == 1
+
+
+def test_without_a_board_clock_the_link_runs_on_wall_over_d(root):
+    bench = Bench(LinkSpec(), root)
+    bench.link.dilation = D
+    with bench as b:
+        b.link.stop()
+    assert LinkCounters.from_file(b.link.stats_path).board_clock is None
