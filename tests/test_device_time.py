@@ -19,7 +19,7 @@ from harness.studies.run import Configuration, RunPlan
 pytestmark = pytest.mark.real
 
 TIME_KEYS = {"mode", "dilation", "model_mips", "host_mips", "icount_shift", "realtime_priority", "host_lagged",
-             "max_lag_ms"}
+             "max_lag_ms", "link_follows_board", "effective_dilation"}
 
 
 def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
@@ -35,14 +35,18 @@ def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
     assert result.analysis.device_mss == 1460 and result.analysis.device_window.max == 46720
     stats = json.loads(Path(tmp_path, "link-stats.json").read_text())
     assert stats["dilation"] == 3.2
+    # the link followed the board's own clock: it saw every board ms of the run, at the D the board kept
+    assert result.time["link_follows_board"] is True
+    assert stats["board_clock"]["ticks"] >= 2000
+    assert result.time["effective_dilation"] >= 3.2 * 0.97
     assert 0 <= result.device_cpu["busy_percent"] <= 100
     assert result.device_cpu["total_ms"] > 0
 
 
-def test_an_impossible_host_rate_is_detected(tmp_path, no_leftovers):
+def _run_impossible(tmp_path: Path, platform: str) -> tuple[subprocess.CompletedProcess, dict]:
     """1000 MIPS (-icount shift=0) is beyond this host: the board's clock falls behind wall time / D."""
     out = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--lwip", "mp-n6-after",
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", platform, "--lwip", "mp-n6-after",
                            "--link", "wifi", "--workload", "sock-rx", "--seconds", "2", "--time", "device",
                            "--host-mips", "1000", "--out", str(out), "--quiet"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "true"})
@@ -51,6 +55,23 @@ def test_an_impossible_host_rate_is_detected(tmp_path, no_leftovers):
     time = json.loads((run_dir / "result.json").read_text())["time"]
     assert time["icount_shift"] == 0 and time["dilation"] == 0.8
     assert time["host_lagged"] is True and time["max_lag_ms"] > 20
+    return proc, time
+
+
+def test_an_impossible_host_rate_is_detected_and_followed(tmp_path, no_leftovers):
+    proc, time = _run_impossible(tmp_path, "openmv-n6")
+    assert time["link_follows_board"] is True and time["effective_dilation"] > 0.8 * 1.05
+    assert "the host could not keep D = 0.8" in proc.stdout and "WARNING" not in proc.stdout
+
+
+def test_an_impossible_host_rate_without_the_boards_clock_is_a_warning(tmp_path, no_leftovers):
+    """A board without a clock port leaves the link on wall / D: a lag then puts every figure at risk."""
+    text = (Path(__file__).resolve().parent.parent / "platforms" / "openmv-n6.toml").read_text()
+    start = text.index("[clock_port]")
+    unclocked = tmp_path / "openmv-n6.toml"
+    unclocked.write_text(text[:start] + text[text.index("[nic]", start):])
+    proc, time = _run_impossible(tmp_path, str(unclocked))
+    assert time["link_follows_board"] is False
     assert "WARNING  the host fell behind the board" in proc.stdout
 
 

@@ -108,8 +108,13 @@ def _peer_amount(workload: Workload, time: DeviceTime) -> list[str]:
 def _budget(rig: Session, workload: Workload, legs: int = 1) -> float:
     """How long to wait on the wall clock for the workload to end."""
     board_s = legs * (workload.seconds if not workload.bytes else max(workload.seconds, 60.0))
-    allowance = _LAG_ALLOWANCE if rig.platform.sends_clock(rig.time) else 1.0
-    return rig.time.wall_s(board_s) * allowance + _SLACK_S
+    return rig.time.wall_s(board_s) * _lag_allowance(rig) + _SLACK_S
+
+
+def _lag_allowance(rig: Session) -> float:
+    """How many times its planned wall time a board-timed leg may take: the link follows a board that
+    falls behind, so the leg takes longer and the board, not the peer, ends it."""
+    return _LAG_ALLOWANCE if rig.platform.sends_clock(rig.time) else 1.0
 
 
 def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: str) -> list[Transfer]:
@@ -175,7 +180,8 @@ def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transf
     direction = workload.name.removeprefix("sock-")
     out = rig.run_dir / out_name
     service = PeerService("sink" if direction == "tx" else "source", str(out), SOCK_PORT, _budget(rig, workload),
-                          seconds=None if workload.bytes else rig.time.wall_s(workload.seconds), bytes=workload.bytes,
+                          seconds=None if workload.bytes else rig.time.wall_s(workload.seconds) * _lag_allowance(rig),
+                          bytes=workload.bytes,
                           bucket_s=rig.time.wall_s(1.0))
     with _peer_service(rig, service) as server:
         device_amount = f"-n {workload.bytes}" if workload.bytes else f"-t {workload.seconds:g}"
