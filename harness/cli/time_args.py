@@ -15,7 +15,10 @@ def add_time_args(parser: argparse.ArgumentParser) -> None:
                        help="the board's modelled instruction rate (default: the platform's [cpu])")
     group.add_argument("--host-mips", type=float, default=None,
                        help=f"the rate this host runs the core at (default: ${HOST_MIPS_ENV}, else the platform's)")
+    group.add_argument("--no-realtime", dest="realtime", action="store_false",
+                       help="run the emulator and the link at normal priority, as a non-root user does "
+                            "(default: real-time priority where permitted)")
 
 
 def time_choice(args: argparse.Namespace) -> TimeChoice:
-    return TimeChoice(args.time, args.mips, args.host_mips)
+    return TimeChoice(args.time, args.mips, args.host_mips, realtime=args.realtime)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from harness.core.errors import NetreproError
 
@@ -53,7 +53,7 @@ class DeviceTime:
     model_mips: float | None = None
     host_mips: float | None = None
     icount_shift: int | None = None  # QEMU's -icount shift (None: not counting instructions)
-    realtime_priority: bool | None = None
+    realtime_priority: bool | None = None  # planned: False (--no-realtime) or None (where permitted); then as applied
     host_lagged: bool = False        # the board's clock fell behind wall time / D
     max_lag_ms: float = 0.0
     link_follows_board: bool = False  # the link kept to the board's own clock (so a lag moved no figure)
@@ -68,6 +68,11 @@ class DeviceTime:
     @property
     def device(self) -> bool:
         return self.mode == "device"
+
+    @property
+    def favoured(self) -> bool:
+        """Whether the emulator and the link ask for real-time priority (not with --no-realtime)."""
+        return self.realtime_priority is not False
 
     def wall_s(self, board_s: float) -> float:
         """How long `board_s` seconds of the board's time take on the wall clock."""
@@ -85,7 +90,7 @@ class DeviceTime:
         host = self.host_mips / 2
         shift = None if self.icount_shift is None else icount_shift(host)
         return DeviceTime("device", dilation=self.model_mips / host, model_mips=self.model_mips, host_mips=host,
-                          icount_shift=shift)
+                          icount_shift=shift, realtime_priority=False if not self.favoured else None)
 
     def qemu_args(self) -> list[str]:
         if self.icount_shift is None:
@@ -103,9 +108,11 @@ class TimeChoice:
     mode: str = DEFAULT_MODE
     mips: float | None = None
     host_mips: float | None = None
+    realtime: bool = True   # real-time priority for the emulator and the link where permitted
 
     def for_platform(self, engine_kind: str, cpu: CpuModel | None) -> DeviceTime:
-        return plan_time(engine_kind, cpu, self.mode, self.mips, self.host_mips)
+        planned = plan_time(engine_kind, cpu, self.mode, self.mips, self.host_mips)
+        return planned if self.realtime else replace(planned, realtime_priority=False)
 
 
 def icount_shift(host_mips: float) -> int:

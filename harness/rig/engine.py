@@ -124,7 +124,7 @@ class QemuEngine(EngineProcess):
         argv = self.argv()
         (self.run_dir / "qemu-cmdline.txt").write_text(" ".join(argv) + "\n")
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
-        self.child = spawn_console(argv, timeout=timeout)
+        self.child = spawn_console(argv, timeout=timeout, favoured=self.time.favoured)
         self.child.logfile_read = log
         self.qmp = self._connect_qmp(timeout)
         console = Console(self.child, self.run_dir / "console.log")
@@ -216,7 +216,7 @@ class SimavrBoardHost(EngineProcess):
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
         # sh only redirects the host's stderr, then execs it: the pty carries USART0 alone.
         self.child = spawn_console(["/bin/sh", "-c", 'exec "$@" 2>>"$0"', str(self.host_log), *argv],
-                                   timeout=timeout)
+                                   timeout=timeout, favoured=self.time.favoured)
         self.child.logfile_read = log
         console = Console(self.child, self.run_dir / "console.log")
         try:

@@ -94,7 +94,7 @@ class Session:
         self.link = Link(self.link_run, device_sock=nic.remote,
                          device_remote=nic.local, run_dir=self.run_dir,
                          tap=TAP_NAME, prefix=self.namespace.prefix(), dilation=self.time.dilation,
-                         board_clock=nic.clock)
+                         board_clock=nic.clock, **({} if self.time.favoured else {"rt_priority": None, "nice": None}))
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "

@@ -1,0 +1,213 @@
+"""Device time: is a figure the board's and not the host's? Repeatability, host independence, the model as a knob.
+
+    python benchmarks/device_time_repeat_bench.py [--part repeat|busy|knob|all] [--seconds 5]
+
+repeat  5 runs of openmv-n6 mp-n6-after sock-rx over ethernet: (max - min) / median; 10 runs of
+        openmv-rt1060 mp-rt1060-before sock-tx over wifi (the heap-exhaustion case), with how
+        often each state occurs.
+busy    the N6 case again with two busy processes beside it (one per core) and without real-time
+        priority (--no-realtime, as a non-root user runs it): its median against the quiet median.
+knob    a spin loop of a known instruction count takes its modelled device time; halving --mips
+        lowers a CPU-bound case (RT1060 ethernet rx, MSS 800) and leaves a window-bound one (N6
+        wifi rx before) where it was.
+
+Writes benchmarks/results/device-time-repeat.json and .md (each part kept when another is rerun).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.link import LinkSpec  # noqa: E402
+from harness.rig.build import lwip_tree  # noqa: E402
+from harness.rig.devicetime import TimeChoice  # noqa: E402
+from harness.rig.platform import load_platform  # noqa: E402
+from harness.rig.session import Session  # noqa: E402
+from harness.rig.workload import Workload  # noqa: E402
+from harness.studies.run import Configuration, RunPlan  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def one_run(platform_name: str, profile: str, link: str, workload: str, seconds: float,
+            choice: TimeChoice) -> dict:
+    platform = load_platform(platform_name)
+    firmware = Configuration(profile).build(platform, lwip_tree())
+    plan = RunPlan(platform, firmware, LinkSpec.from_preset(platform.link_preset(link)),
+                   Workload(workload, seconds=seconds), time=platform.time(choice))
+    with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp:
+        start = time.monotonic()
+        try:
+            result = plan.execute(Path(tmp))
+        except Exception as exc:  # a failed run is a state too (heap exhaustion ends the benchmark)
+            return {"failed": str(exc)[:200], "wall_s": round(time.monotonic() - start, 1)}
+        wall_s = time.monotonic() - start
+    a = result.analysis
+    return {"mbps": round(result.throughput_mbps if isinstance(result.throughput_mbps, float) else 0.0, 2),
+            "capture_goodput_mbps": a.goodput_mbps, "verdict": a.verdict,
+            "retransmissions": a.retransmissions, "device_cpu": result.device_cpu.get("busy_percent"),
+            "effective_dilation": result.time.get("effective_dilation"), "max_lag_ms": result.time.get("max_lag_ms"),
+            "realtime_priority": result.time.get("realtime_priority"), "wall_s": round(wall_s, 1)}
+
+
+def spread(runs: list[dict]) -> dict:
+    values = [r["mbps"] for r in runs if "mbps" in r]
+    if not values:
+        return {"median": None, "spread_pct": None, "failed": len(runs)}
+    med = statistics.median(values)
+    return {"median": round(med, 2), "min": min(values), "max": max(values),
+            "spread_pct": round((max(values) - min(values)) / med * 100, 2) if med else None,
+            "failed": len(runs) - len(values)}
+
+
+def _busy() -> None:
+    while True:
+        pass
+
+
+@contextlib.contextmanager
+def busy_cores(n: int = 2) -> Iterator[None]:
+    procs = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.terminate()
+            p.join()
+
+
+N6_CASE = ("openmv-n6", "mp-n6-after", "ethernet", "sock-rx")
+RT_CASE = ("openmv-rt1060", "mp-rt1060-before", "wifi", "sock-tx")
+
+
+def part_repeat(seconds: float) -> dict:
+    n6 = [one_run(*N6_CASE, seconds, TimeChoice("device")) for _ in range(5)]
+    rt = [one_run(*RT_CASE, seconds, TimeChoice("device")) for _ in range(10)]
+    states: dict[str, int] = {}
+    for r in rt:
+        key = "failed: " + r["failed"][:60] if "failed" in r else f"{r['verdict']}"
+        states[key] = states.get(key, 0) + 1
+    return {"n6_ethernet_sock_rx": {"runs": n6, **spread(n6)},
+            "rt1060_wifi_sock_tx_before": {"runs": rt, **spread(rt), "states": states}}
+
+
+def part_busy(seconds: float) -> dict:
+    with busy_cores(2):
+        busy = [one_run(*N6_CASE, seconds, TimeChoice("device", realtime=False)) for _ in range(5)]
+    return {"n6_ethernet_sock_rx_busy_no_realtime": {"runs": busy, **spread(busy)}}
+
+
+def spin_check(platform_name: str, iterations: int) -> dict:
+    """The firmware's known loop: its device time against iterations x instructions / modelled MIPS."""
+    platform = load_platform(platform_name)
+    firmware = Configuration(platform.default_profile).build(platform, lwip_tree())
+    plan_time = platform.time(TimeChoice("device"))
+    with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp, \
+            Session(platform, firmware, Path(tmp), LinkSpec(), time=plan_time) as rig:
+        out = rig.console.command(f"spin {iterations} irqoff", timeout=600)
+        fields = dict(part.split("=", 1) for part in out.split() if "=" in part)
+    per = int(fields["instructions_per_iteration"])
+    expected_ms = iterations * per / (plan_time.model_mips * 1e3)
+    return {"platform": platform_name, "iterations": iterations, "instructions_per_iteration": per,
+            "device_ms": int(fields["ms"]), "expected_ms": round(expected_ms, 1),
+            "error_pct": round((int(fields["ms"]) - expected_ms) / expected_ms * 100, 2)}
+
+
+def part_knob(seconds: float) -> dict:
+    spins = [spin_check(name, 400_000_000) for name in ("openmv-n6", "openmv-rt1060")]
+    out = {"spin": spins}
+    for label, case, model in [("cpu_bound_rt1060_ethernet_rx_mss800", ("openmv-rt1060", "mp-rt1060-before",
+                                                                         "ethernet", "sock-rx"), 600.0),
+                               ("window_bound_n6_wifi_rx_before", ("openmv-n6", "mp-n6-before", "wifi", "sock-rx"),
+                                800.0)]:
+        full = [one_run(*case, seconds, TimeChoice("device", mips=model)) for _ in range(3)]
+        half = [one_run(*case, seconds, TimeChoice("device", mips=model / 2)) for _ in range(3)]
+        f, h = spread(full), spread(half)
+        out[label] = {"full_mips": model, "full": {"runs": full, **f}, "half": {"runs": half, **h},
+                      "half_over_full": round(h["median"] / f["median"], 3) if f["median"] and h["median"] else None}
+    return out
+
+
+def write(results: dict) -> None:
+    path = RESULTS / "device-time-repeat.json"
+    stored = json.loads(path.read_text()) if path.is_file() else {}
+    stored.update(results)
+    path.write_text(json.dumps(stored, indent=2) + "\n")
+    (RESULTS / "device-time-repeat.md").write_text(markdown(stored))
+
+
+def markdown(r: dict) -> str:
+    lines = ["# Device time: repeatability, host independence, the model as a knob", "",
+             "`python benchmarks/device_time_repeat_bench.py` on this 2-core machine; every run in device time, "
+             "the link following the board's clock. Figures are the run's throughput in the board's time (Mbit/s).", ""]
+    if "repeat" in r:
+        n6, rt = r["repeat"]["n6_ethernet_sock_rx"], r["repeat"]["rt1060_wifi_sock_tx_before"]
+        lines += ["## Repeatable", "", "| case | runs | median | min | max | (max-min)/median |", "|---|---|---|---|---|---|",
+                  f"| openmv-n6 mp-n6-after sock-rx ethernet | {len(n6['runs'])} | {n6['median']} | {n6.get('min')} | "
+                  f"{n6.get('max')} | {n6['spread_pct']} % |",
+                  f"| openmv-rt1060 mp-rt1060-before sock-tx wifi | {len(rt['runs'])} | {rt['median']} | {rt.get('min')} | "
+                  f"{rt.get('max')} | {rt['spread_pct']} % |", "",
+                  "RT1060 wifi tx before, states over its runs: " +
+                  ", ".join(f"{k}: {v}" for k, v in rt["states"].items()), ""]
+        eff = [x["effective_dilation"] for x in n6["runs"] if x.get("effective_dilation")]
+        if eff:
+            lines += [f"The D the N6 board really kept: {min(eff):g}-{max(eff):g} (planned 3.2).", ""]
+    if "busy" in r and "repeat" in r:
+        b, q = r["busy"]["n6_ethernet_sock_rx_busy_no_realtime"], r["repeat"]["n6_ethernet_sock_rx"]
+        diff = (b["median"] - q["median"]) / q["median"] * 100 if b["median"] and q["median"] else None
+        lines += ["## Host-independent", "", "| N6 ethernet sock-rx | runs | median | spread | D kept |",
+                  "|---|---|---|---|---|",
+                  f"| quiet, real-time priority | {len(q['runs'])} | {q['median']} | {q['spread_pct']} % | "
+                  f"{_dks(q['runs'])} |",
+                  f"| two busy processes, no real-time priority | {len(b['runs'])} | {b['median']} | "
+                  f"{b['spread_pct']} % | {_dks(b['runs'])} |", "",
+                  f"Busy median against quiet median: {diff:+.2f} %." if diff is not None else "", ""]
+    if "knob" in r:
+        k = r["knob"]
+        lines += ["## The model is the knob", "", "| spin loop | iterations | device ms | expected ms | error |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {s['platform']} | {s['iterations']} | {s['device_ms']} | {s['expected_ms']} | {s['error_pct']} % |"
+                  for s in k["spin"]]
+        lines += ["", "| case | MIPS | median | MIPS / 2 | median | ratio |", "|---|---|---|---|---|---|"]
+        for label in ("cpu_bound_rt1060_ethernet_rx_mss800", "window_bound_n6_wifi_rx_before"):
+            c = k[label]
+            lines.append(f"| {label} | {c['full_mips']:g} | {c['full']['median']} | {c['full_mips'] / 2:g} | "
+                         f"{c['half']['median']} | {c['half_over_full']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _dks(runs: list[dict]) -> str:
+    eff = [x["effective_dilation"] for x in runs if x.get("effective_dilation")]
+    return f"{min(eff):g}-{max(eff):g}" if eff else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("repeat", "busy", "knob", "all"), default="all")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    parts = {"repeat": part_repeat, "busy": part_busy, "knob": part_knob}
+    for name, fn in parts.items():
+        if args.part in (name, "all"):
+            write({name: fn(args.seconds)})
+            print(f"{name}: written", flush=True)
+    print((RESULTS / "device-time-repeat.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
