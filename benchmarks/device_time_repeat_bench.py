@@ -156,11 +156,9 @@ def markdown(r: dict) -> str:
              "the link following the board's clock. Figures are the run's throughput in the board's time (Mbit/s).", ""]
     if "repeat" in r:
         n6, rt = r["repeat"]["n6_ethernet_sock_rx"], r["repeat"]["rt1060_wifi_sock_tx_before"]
-        lines += ["## Repeatable", "", "| case | runs | median | min | max | (max-min)/median |", "|---|---|---|---|---|---|",
-                  f"| openmv-n6 mp-n6-after sock-rx ethernet | {len(n6['runs'])} | {n6['median']} | {n6.get('min')} | "
-                  f"{n6.get('max')} | {n6['spread_pct']} % |",
-                  f"| openmv-rt1060 mp-rt1060-before sock-tx wifi | {len(rt['runs'])} | {rt['median']} | {rt.get('min')} | "
-                  f"{rt.get('max')} | {rt['spread_pct']} % |", "",
+        lines += ["## Repeatable", "", "| case | runs | median | min | max | (max-min)/median |",
+                  "|---|---|---|---|---|---|", _row("openmv-n6 mp-n6-after sock-rx ethernet", n6),
+                  _row("openmv-rt1060 mp-rt1060-before sock-tx wifi", rt), "",
                   "RT1060 wifi tx before, states over its runs: " +
                   ", ".join(f"{k}: {v}" for k, v in rt["states"].items()), ""]
         eff = [x["effective_dilation"] for x in n6["runs"] if x.get("effective_dilation")]
@@ -180,8 +178,8 @@ def markdown(r: dict) -> str:
         k = r["knob"]
         lines += ["## The model is the knob", "", "| spin loop | iterations | device ms | expected ms | error |",
                   "|---|---|---|---|---|"]
-        lines += [f"| {s['platform']} | {s['iterations']} | {s['device_ms']} | {s['expected_ms']} | {s['error_pct']} % |"
-                  for s in k["spin"]]
+        lines += [f"| {s['platform']} | {s['iterations']} | {s['device_ms']} | {s['expected_ms']} | "
+                  f"{s['error_pct']} % |" for s in k["spin"]]
         lines += ["", "| case | MIPS | median | MIPS / 2 | median | ratio |", "|---|---|---|---|---|---|"]
         for label in ("cpu_bound_rt1060_ethernet_rx_mss800", "window_bound_n6_wifi_rx_before"):
             c = k[label]
@@ -189,6 +187,11 @@ def markdown(r: dict) -> str:
                          f"{c['half']['median']} | {c['half_over_full']} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _row(label: str, case: dict) -> str:
+    return (f"| {label} | {len(case['runs'])} | {case['median']} | {case.get('min')} | {case.get('max')} | "
+            f"{case['spread_pct']} % |")
 
 
 def _dks(runs: list[dict]) -> str:

@@ -26,8 +26,11 @@ SCENARIOS = {
     "receiver-limited": (Scenario(duration=0.6, app_pause=(0.2, 0.2)), None),
     "loss-limited": (Scenario(duration=0.6, rcv_buf=2 * 1460, drop=frozenset({20, 80}), fast_retransmit=False,
                               rto=0.1), None),
-    "sender-limited": (Scenario(duration=0.4, sender="device", client="device", device_mss=536, snd_buf=4 * 536,
-                                rcv_buf=64240, peer_wscale=7, rtt=0.0004, rate_bps=10e6, send_cost=0.002), 10e6),
+    "sender-limited": (SENDER_PACED := Scenario(duration=0.4, sender="device", client="device", device_mss=536,
+                                                snd_buf=4 * 536, rcv_buf=64240, peer_wscale=7, rtt=0.0004,
+                                                rate_bps=10e6, send_cost=0.002), 10e6),
+    # the same capture, with the board's own measure of its core saturated (device time's CPU load)
+    "cpu-limited": (SENDER_PACED, 10e6, 0.97),
     "link-limited": (Scenario(duration=0.4, sender="device", client="device", rcv_buf=262144, device_wscale=0,
                               peer_wscale=7, rate_bps=20e6, rtt=0.005), 20e6),
     "unknown": (Scenario(duration=0.3, sender="device", client="device", cwnd=20 * 1460, rcv_buf=1 << 20,
@@ -38,8 +41,20 @@ SCENARIOS = {
 @pytest.fixture(scope="module")
 def analyses(tmp_path_factory):
     folder = tmp_path_factory.mktemp("verdicts")
-    return {name: load_capture(write_scenario(folder / f"{name}.pcap", sc), device_ip=DEVICE_IP, link_rate_bps=rate)
-            for name, (sc, rate) in SCENARIOS.items()}
+    return {name: load_capture(write_scenario(folder / f"{name}.pcap", sc), device_ip=DEVICE_IP, link_rate_bps=rate,
+                               device_busy=busy[0] if busy else None)
+            for name, (sc, rate, *busy) in SCENARIOS.items()}
+
+
+def test_a_busy_core_is_cpu_limited_only_when_saturated_and_nothing_else_held_it(analyses, tmp_path):
+    paced = analyses["cpu-limited"]
+    assert "busy 97%" in paced.verdict_reason and paced.judgement.evidence["device_busy"] == 0.97
+    below = dataclasses.replace(paced.facts, device_busy=0.85)
+    assert judge(below).name == "sender-limited"
+    window = dataclasses.replace(analyses["window-limited"].facts, device_busy=0.99)
+    assert judge(window).name == "window-limited"  # the window held the sender before the core did
+    link = dataclasses.replace(analyses["link-limited"].facts, device_busy=0.99)
+    assert judge(link).name == "link-limited"
 
 
 def test_every_verdict_is_reached(analyses):

@@ -317,6 +317,7 @@ class Facts:
     connection: ConnectionFacts = field(default_factory=ConnectionFacts)  # its WindowStats are not shared
     transfer: TransferFacts | None = None    # None: no payload to measure
     bounds: Bounds = Bounds()
+    device_busy: float | None = None         # the board's own measure of its core: busy share of the workload
 
     @property
     def empty_reason(self) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -23,11 +24,15 @@ def _check_arguments(device_ip: str | None, interval_s: float, captured_at: str 
 
 def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: int | None = None,
                  link_rate_bps: float | None = None, interval_s: float = 1.0,
-                 captured_at: str | None = None, sender: str | None = None) -> CaptureAnalysis:
+                 captured_at: str | None = None, sender: str | None = None,
+                 device_busy: float | None = None) -> CaptureAnalysis:
     """Analyse one TCP connection of a capture (default: the one with the most payload).
 
     ``sender`` ("device" or "peer", with ``device_ip``) picks the connection carrying the most
     data from that side instead: one direction of an iperf -r or -d run.
+
+    ``device_busy`` (0-1) is the board's own measure of how busy its core was over the workload,
+    when the caller has it: with it the verdict can say "cpu-limited".
 
     ``captured_at`` ("device" or "peer") says where the capture was taken when the caller knows
     (netrepro's own captures are at the device side); otherwise it is judged from the timing.
@@ -42,4 +47,6 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
     read = read_capture(path)
     facts = measure(str(path), read.rows, read.warnings, device_ip=device_ip, conn=conn, captured_at=captured_at,
                     sender=sender, link_rate_bps=link_rate_bps, interval_s=interval_s)
+    if device_busy is not None:
+        facts = dataclasses.replace(facts, device_busy=device_busy)
     return CaptureAnalysis(facts, judge(facts))

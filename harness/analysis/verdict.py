@@ -3,7 +3,7 @@
 ``judge(facts)`` is a pure function: it reads ``Facts`` and returns a ``Verdict`` (name, reason,
 and the evidence it looked at beyond the facts); it changes nothing. The checks run in this
 order, the first that holds decides: the link, loss by timeouts, the receiver, the window, the
-send buffer, loss, the sender, unknown.
+board's core (when its own load is known), the send buffer, loss, the sender, unknown.
 
 A send buffer (lwIP's TCP_SND_BUF) shows as in flight held at a flat ceiling below the
 receiver's window. When the application refills the buffer the moment an ACK frees room, the
@@ -24,7 +24,7 @@ from harness.analysis.transfer import Plateau
 from harness.core.ethernet import MAX_FRAME, wire_bytes
 
 VERDICTS = ("window-limited", "send-buffer-limited", "link-limited", "loss-limited", "receiver-limited",
-            "sender-limited", "unknown")
+            "cpu-limited", "sender-limited", "unknown")
 
 # Thresholds of the verdict (fractions of the data-transfer time unless said otherwise).
 LINK_BUSY = 0.85          # goodput >= 85 % of the payload rate the link can carry -> link-limited
@@ -41,6 +41,7 @@ QUEUE_RTT_GROWTH = 1.5    # link rate unknown: RTT >= 1.5 x its minimum (a stand
 SENDER_BUSY = 0.8         # the sender busy >= 80 % of the time -> link-limited
 QUEUE_MIN_S = 1e-3        # and the RTT grew by at least 1 ms (and 3 full frames' time on the link)
 MIN_DATA_SEGMENTS = 10    # fewer data segments are too little to judge
+CPU_SATURATED = 0.90      # the board's core busy >= 90 % of the workload (its own measure) -> cpu-limited
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,18 @@ def _window(facts: Facts, r: _Reading) -> Finding | None:
     return None
 
 
+def _cpu(facts: Facts, r: _Reading) -> Finding | None:
+    """The board's core saturated (its own measure of its time) while neither the window nor the link held it."""
+    busy = facts.device_busy
+    if busy is None or busy < CPU_SATURATED:
+        return None
+    link_payload = facts.bounds.link_payload_mbps
+    room = f", {r.goodput / link_payload:.0%} of the link's payload rate" if link_payload else ""
+    return "cpu-limited", (f"the board's core was busy {busy:.0%} of the workload with {r.whose} window "
+                           f"{r.window_text} open and the link not full (goodput {r.goodput:.1f} Mbit/s{room}): "
+                           "the board's CPU set the pace")
+
+
 @dataclass(frozen=True)
 class _Buffer:
     """In flight's ceiling when it stayed well below the window (None otherwise), and what it allows per RTT."""
@@ -283,7 +296,9 @@ def judge(facts: Facts) -> Verdict:
                                 "goodput_mbps": rounded(goodput)}
     if r.data_segments < MIN_DATA_SEGMENTS or not r.span or goodput is None:
         return Verdict("unknown", f"too little data to judge ({r.data_segments} data segments)", evidence)
-    found = _link(facts, r) or _timeouts(facts, r) or _window(facts, r)
+    if facts.device_busy is not None:
+        evidence["device_busy"] = rounded(facts.device_busy)
+    found = _link(facts, r) or _timeouts(facts, r) or _window(facts, r) or _cpu(facts, r)
     if found:
         return Verdict(*found, evidence)
     buffer = _buffer(facts, r)

@@ -361,7 +361,10 @@ def _time_lines(result: RunResult) -> list[str]:
     elif time.get("mode") == "host":
         lines.append("  time     host: the core ran as fast as this host allows, so timing figures depend on the host")
     if result.device_cpu:
-        lines.append(f"  cpu      the board's core was busy {result.device_cpu['busy_percent']:g} % of the workload")
+        cost = result.device_cpu.get("us_per_segment")
+        per = f", {cost:g} us of its time per full data segment" if cost is not None else ""
+        busy = result.device_cpu["busy_percent"]
+        lines.append(f"  cpu      the board's core was busy {busy:g} % of the workload{per}")
     return lines
 
 

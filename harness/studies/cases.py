@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.analysis import AnalysisSummary, load_capture
 from harness.core.errors import NetreproError
-from harness.studies.run import RunResult, data_rate_bps
+from harness.studies.run import RunResult, data_rate_bps, device_busy
 
 
 @dataclass
@@ -38,6 +38,8 @@ class CaseResult:
     device_window_max: int | None = None     # the window lwIP offers with nothing unread: TCP_WND
     window_scaling: bool | None = None
     rtt_ms: float | None = None
+    device_cpu_percent: float | None = None  # the board's core busy over the workload (its own measure), median
+    us_per_segment: float | None = None      # its busy time per full data segment, median
     claim: dict[str, Any] = field(default_factory=dict)
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
@@ -76,13 +78,20 @@ def summarise_runs(result: CaseResult, runs: list[RunResult]) -> None:
     # negotiated only when both SYNs carry the option; unknown without the SYN
     result.window_scaling = None if scaling.startswith("unknown") or not scaling else scaling == "negotiated"
     result.rtt_ms = analysis.rtt_ms
+    result.device_cpu_percent = _median_of([r.device_cpu.get("busy_percent") for _, r in measured])
+    result.us_per_segment = _median_of([r.device_cpu.get("us_per_segment") for _, r in measured])
+
+
+def _median_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 2) if known else None
 
 
 def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> AnalysisSummary:
     """The analysis of the one connection of a two-way run that carried this direction's data."""
     try:
         return load_capture(run.capture, device_ip=run.device, link_rate_bps=rate, captured_at="device",
-                            sender="device" if direction == "tx" else "peer").to_summary()
+                            sender="device" if direction == "tx" else "peer", device_busy=device_busy(run)).to_summary()
     except NetreproError as exc:
         return AnalysisSummary(verdict=None, verdict_reason=str(exc))
 

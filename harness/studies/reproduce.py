@@ -160,13 +160,21 @@ def report_figure_mbps(report: dict[str, Any], spec: dict[str, Any]) -> float | 
     return round(float(spec["report_value"]) * int(report["unit_bytes"]) * 8 / 1e6, 4)
 
 
+def _time_line(mode: str | None) -> str:
+    if mode == "host":
+        return ("time: host (each core ran as fast as this host allows): the figures depend on the host, not only "
+                "on the board; cpu % and us/seg are the board's own measure of its core")
+    return ("time: device (each core at its modelled speed; the link follows the board's clock); cpu % and us/seg "
+            "are the board's own measure of its core, in its time")
+
+
 def format_report(document: dict[str, Any]) -> str:
     """The report's table: its figures beside netrepro's, with the verdict and the claim."""
     unit, unit_bytes = document.get("unit", "Mbit/s"), document.get("unit_bytes")
     in_unit = unit != "Mbit/s" and unit_bytes
     scale = f"; report figures in {unit}, 1 K = {unit_bytes} B, converted to Mbit/s" if in_unit else ""
     lines = [document["title"], f"({document['repeats']} runs a case; figures in Mbit/s{scale}; run folders in "
-                                f"{document['run_dir']})"]
+                                f"{document['run_dir']})", _time_line(document.get("time"))]
     stand_in = document.get("stand_in") or {}
     if stand_in:
         lines.append(f"stand-in: {stand_in.get('cpu')}; NIC: {stand_in.get('nic')}")
@@ -175,7 +183,7 @@ def format_report(document: dict[str, Any]) -> str:
     lines.append("")
     unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if in_unit else ""
     header = f"{'case':<22}{unit_head} {'report':>9} {'netrepro median (min-max)':>27} {'bound':>7} {'MSS':>5} " \
-             f"{'window':>7}  {'verdict':<20} claim"
+             f"{'window':>7} {'cpu %':>6} {'us/seg':>7}  {'verdict':<20} claim"
     lines += [header, "-" * len(header)]
     for c in document["cases"]:
         report = c["report_mbps"]
@@ -189,7 +197,8 @@ def format_report(document: dict[str, Any]) -> str:
         units = (f" {format_number(c.get('report_value')):>13} {format_number(c.get('median_in_unit')):>15}"
                  if in_unit else "")
         lines.append(f"{c['case']:<22}{units} {report_text:>9} {figure:>27} {format_number(c['bound_mbps']):>7} "
-                     f"{format_number(c['device_mss']):>5} {window:>7}  {c['verdict'] or '-':<20} {claim}")
+                     f"{format_number(c['device_mss']):>5} {window:>7} {format_number(c.get('device_cpu_percent')):>6} "
+                     f"{format_number(c.get('us_per_segment')):>7}  {c['verdict'] or '-':<20} {claim}")
     notes = [f"  {c['case']}: {n}" for c in document["cases"] for n in c["claim_notes"] if n.startswith("fails")]
     if notes:
         lines += ["", "claims that do not hold:", *notes]

@@ -192,6 +192,22 @@ class BoardClock:
                        link_follows_board=rig.platform.sends_clock(planned), effective_dilation=effective)
 
 
+def _cost_per_segment(result: RunResult) -> None:
+    """The board's busy time per full data segment carried (its own measure, in its time): what one
+    segment costs this stack and driver on this core."""
+    a, cpu = result.analysis, result.device_cpu
+    if not cpu or a is None or not a.payload_bytes or not a.device_mss:
+        return
+    segments = a.payload_bytes / a.device_mss
+    cpu["us_per_segment"] = round(cpu["busy_ms"] * 1000 / segments, 2)
+
+
+def device_busy(result: RunResult) -> float | None:
+    """The board's core's busy share (0-1) over the workload, by its own measure (None: not measured)."""
+    busy = result.device_cpu.get("busy_percent") if result.device_cpu else None
+    return busy / 100 if busy is not None else None
+
+
 def device_cpu(load: dict[str, int]) -> dict[str, float]:
     """The board's own measure of its core over the workload (its time, not the host's)."""
     busy_us = load["total_us"] - load["idle_us"]
@@ -217,8 +233,9 @@ def execute_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = No
 def analyse_run(result: RunResult) -> CaptureAnalysis:
     """Add the capture's analysis and plots to the result of a finished run."""
     analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=data_rate_bps(result),
-                            captured_at="device")
+                            captured_at="device", device_busy=device_busy(result))
     result.analysis = analysis.to_summary()
+    _cost_per_segment(result)
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
              f"rtt {result.link['rtt_s'] * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
     result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
