@@ -19,7 +19,7 @@ from harness.studies.run import Configuration, RunPlan
 pytestmark = pytest.mark.real
 
 TIME_KEYS = {"mode", "dilation", "model_mips", "host_mips", "icount_shift", "realtime_priority", "host_lagged",
-             "max_lag_ms", "link_follows_board", "effective_dilation"}
+             "max_lag_ms", "link_follows_board", "effective_dilation", "host_mips_source"}
 
 
 def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):

@@ -32,6 +32,7 @@ from harness.studies.baseline import (
     save_baseline,
     setup_differences,
 )
+from harness.studies.calibrate import calibrate, format_calibration
 from harness.studies.compare import compare, format_comparison
 from harness.studies.reproduce import format_report, reproduce
 from harness.studies.run import Configuration, RunPlan, RunResult
@@ -139,6 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bisect_parser(sub)
 
+    calib = sub.add_parser("calibrate", help="measure how fast this host runs a board's core, for device time",
+                           description="Run the board's spin loop free, then a socket benchmark under device time, "
+                                       "and save the host rate device-time runs of the platform then use.")
+    calib.add_argument("platform")
+    calib.add_argument("--seconds", type=float, default=3.0, help="board seconds of the loaded run (default 3)")
+    calib.add_argument("--lwip-tree", metavar="DIR", help="lwIP source tree to build")
+    calib.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
+    calib.add_argument("--json", action="store_true", help="print the calibration as JSON")
+    calib.add_argument("--quiet", action="store_true", help="no progress lines")
+    calib.set_defaults(func=cmd_calibrate)
+
     inspect = sub.add_parser("inspect", help="what a capture shows: MSS, windows, RTT, goodput, the bottleneck")
     inspect.add_argument("capture", type=Path)
     inspect.add_argument("--conn", type=int, default=None, help="TCP stream number (default: the largest)")
@@ -150,6 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG and SVG plots here")
     inspect.set_defaults(func=cmd_inspect)
     return parser
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    platform = load_platform(args.platform)
+    progress = Progress(quiet=args.quiet or args.json)
+    result = calibrate(platform, lwip_tree(args.lwip_tree), seconds=args.seconds, progress=progress,
+                       run_dir=make_run_dir(args.out, platform.name, "calibrate"))
+    print(json.dumps(result.as_dict(), indent=2) if args.json else format_calibration(result))
+    return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

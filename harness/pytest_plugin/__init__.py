@@ -11,7 +11,8 @@
 
 Install with `pip install "netrepro[pytest]"` (the extra brings pytest).
 Options: --netrepro-lwip-tree DIR (your lwIP), --netrepro-runs DIR (where run folders go),
---netrepro-keep (keep run folders of passing tests too). A failing test keeps its run folders
+--netrepro-keep (keep run folders of passing tests too), --netrepro-time device|host (default
+device: each core at its modelled speed; `run(..., time="host")` for one run). A failing test keeps its run folders
 and names them once in its report; throughput and windows go into the JUnit XML as properties.
 """
 
@@ -28,6 +29,7 @@ import pytest
 from harness.analysis import AnalysisSummary, CaptureAnalysis, load_capture
 from harness.link import LinkSpec
 from harness.rig.build import Firmware, lwip_tree
+from harness.rig.devicetime import DEFAULT_MODE, TIME_MODES, DeviceTime, TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
@@ -46,6 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where run folders go (default: pytest's temporary directory)")
     group.addoption("--netrepro-keep", action="store_true", default=False,
                     help="keep the run folders of passing tests too")
+    group.addoption("--netrepro-time", choices=TIME_MODES, default=DEFAULT_MODE,
+                    help=f"device (each core at its modelled speed) or host time (default {DEFAULT_MODE})")
 
 
 class Netrepro:
@@ -56,6 +60,11 @@ class Netrepro:
         self.runs_root = runs_root
         self.tree = lwip_tree(request.config.getoption("--netrepro-lwip-tree"))
         self.run_dirs: list[Path] = request.node.stash.setdefault(_RUN_DIRS, [])
+        self.time_mode: str = request.config.getoption("--netrepro-time")
+
+    def time(self, platform: str, mode: str | None = None) -> DeviceTime:
+        """How a run of the platform relates to the wall clock (`mode`: device or host; default the option's)."""
+        return load_platform(platform).time(TimeChoice(mode or self.time_mode))
 
     def firmware(self, platform: str, lwip: str | None = None, include: list[str] | None = None,
                  options: dict[str, Any] | None = None) -> Firmware:
@@ -70,24 +79,26 @@ class Netrepro:
 
     def run(self, platform: str, lwip: str | None = None, *, link: str | None = None, workload: str = "rx",
             seconds: float = 10.0, bytes: int | None = None, chunk: int = 1460, warmup: float = 0.0,
-            include: list[str] | None = None, options: dict[str, Any] | None = None,
+            include: list[str] | None = None, options: dict[str, Any] | None = None, time: str | None = None,
             **link_overrides: Any) -> RunResult:
-        """Build, boot, run one workload over the link and analyse the capture."""
+        """Build, boot, run one workload over the link and analyse the capture (seconds: of the board's time)."""
         plan = RunPlan(load_platform(platform), self.firmware(platform, lwip, include, options),
-                       self.link(platform, link, **link_overrides), Workload(workload, seconds, bytes, chunk, warmup))
+                       self.link(platform, link, **link_overrides), Workload(workload, seconds, bytes, chunk, warmup),
+                       time=self.time(platform, time))
         result = execute_trusted(plan, self._run_dir(plan.platform.name, plan.firmware.profile.name))
         self._record(result)
         return result
 
     @contextlib.contextmanager
     def board(self, platform: str, lwip: str | None = None, *, link: str | None = None,
-              include: list[str] | None = None, options: dict[str, Any] | None = None,
+              include: list[str] | None = None, options: dict[str, Any] | None = None, time: str | None = None,
               **link_overrides: Any) -> Iterator[Session]:
         """A booted board behind its link, for tests that drive the console themselves (`.console`)."""
         board = load_platform(platform)
         firmware = self.firmware(platform, lwip, include, options)
         run_dir = self._run_dir(board.name, firmware.profile.name)
-        with Session(board, firmware, run_dir, self.link(platform, link, **link_overrides)) as rig:
+        with Session(board, firmware, run_dir, self.link(platform, link, **link_overrides),
+                     time=self.time(platform, time)) as rig:
             yield rig
 
     def capture(self, result: RunResult) -> CaptureAnalysis:
@@ -96,10 +107,10 @@ class Netrepro:
                             link_rate_bps=data_rate_bps(result), device_busy=device_busy(result))
 
     def reproduce(self, report: str, cases: list[str] | None = None, repeats: int | None = None,
-                  seconds: float | None = None) -> dict[str, dict[str, Any]]:
+                  seconds: float | None = None, time: str | None = None) -> dict[str, dict[str, Any]]:
         """Cases of a report (reports/<name>.toml), by case name."""
         document = reproduce(report, out=self.runs_root, repeats=repeats, seconds=seconds, only=cases,
-                             lwip_tree_path=str(self.tree))
+                             lwip_tree_path=str(self.tree), time=TimeChoice(time or self.time_mode))
         self.run_dirs.append(Path(document["run_dir"]))
         for case in document["cases"]:
             for key in ("median_mbps", "device_window_max", "verdict"):

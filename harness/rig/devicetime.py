@@ -18,10 +18,13 @@ simavr is cycle-accurate; its board host paces simulated cycles to the wall cloc
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
+from harness.core.cache import cache_dir
 from harness.core.errors import NetreproError
 
 TIME_MODES = ("device", "host")
@@ -52,6 +55,7 @@ class DeviceTime:
     dilation: float = 1.0            # D: wall seconds per second of the board's time
     model_mips: float | None = None
     host_mips: float | None = None
+    host_mips_source: str | None = None  # "--host-mips", "$NETREPRO_HOST_MIPS", "calibrated" or "platform"
     icount_shift: int | None = None  # QEMU's -icount shift (None: not counting instructions)
     realtime_priority: bool | None = None  # planned: False (--no-realtime) or None (where permitted); then as applied
     host_lagged: bool = False        # the board's clock fell behind wall time / D
@@ -90,7 +94,8 @@ class DeviceTime:
         host = self.host_mips / 2
         shift = None if self.icount_shift is None else icount_shift(host)
         return DeviceTime("device", dilation=self.model_mips / host, model_mips=self.model_mips, host_mips=host,
-                          icount_shift=shift, realtime_priority=False if not self.favoured else None)
+                          host_mips_source="halved after a lag", icount_shift=shift,
+                          realtime_priority=False if not self.favoured else None)
 
     def qemu_args(self) -> list[str]:
         if self.icount_shift is None:
@@ -110,8 +115,8 @@ class TimeChoice:
     host_mips: float | None = None
     realtime: bool = True   # real-time priority for the emulator and the link where permitted
 
-    def for_platform(self, engine_kind: str, cpu: CpuModel | None) -> DeviceTime:
-        planned = plan_time(engine_kind, cpu, self.mode, self.mips, self.host_mips)
+    def for_platform(self, engine_kind: str, cpu: CpuModel | None, platform: str | None = None) -> DeviceTime:
+        planned = plan_time(engine_kind, cpu, self.mode, self.mips, self.host_mips, platform)
         return planned if self.realtime else replace(planned, realtime_priority=False)
 
 
@@ -127,11 +132,12 @@ def icount_shift(host_mips: float) -> int:
 
 
 def plan_time(engine_kind: str, cpu: CpuModel | None, mode: str = DEFAULT_MODE, mips: float | None = None,
-              host_mips: float | None = None) -> DeviceTime:
+              host_mips: float | None = None, platform: str | None = None) -> DeviceTime:
     """The run's relation of board time to wall time, from the platform's model and the user's overrides.
 
     `mips` overrides the modelled rate (--mips), `host_mips` the host's (--host-mips, else
-    $NETREPRO_HOST_MIPS, else the platform's measured figure).
+    $NETREPRO_HOST_MIPS, else this host's calibration of `platform` (`netrepro calibrate`), else the
+    platform description's figure).
     """
     if mode not in TIME_MODES:
         raise NetreproError(f"unknown time mode '{mode}'", f"use one of: {', '.join(TIME_MODES)}")
@@ -141,12 +147,42 @@ def plan_time(engine_kind: str, cpu: CpuModel | None, mode: str = DEFAULT_MODE, 
         raise NetreproError("this platform has no [cpu] model, so it cannot run in device time",
                             "add [cpu] clock_mhz, ipc, host_mips and source to its description, or use --time host")
     model = _positive(mips if mips is not None else cpu.model_mips, "--mips")
-    host = _positive(host_mips if host_mips is not None else _env_host_mips() or cpu.host_mips, "--host-mips")
+    source, host = _host_rate(host_mips, cpu, platform)
+    host = _positive(host, source)
     if engine_kind == "qemu":
         shift = icount_shift(host)
         host = 1000.0 / 2**shift
-        return DeviceTime("device", dilation=model / host, model_mips=model, host_mips=host, icount_shift=shift)
-    return DeviceTime("device", dilation=model / host, model_mips=model, host_mips=host)
+        return DeviceTime("device", dilation=model / host, model_mips=model, host_mips=host, host_mips_source=source,
+                          icount_shift=shift)
+    return DeviceTime("device", dilation=model / host, model_mips=model, host_mips=host, host_mips_source=source)
+
+
+def _host_rate(given: float | None, cpu: CpuModel, platform: str | None) -> tuple[str, float]:
+    """Where the host's rate comes from, and the rate."""
+    if given is not None:
+        return "--host-mips", given
+    env = _env_host_mips()
+    if env:
+        return f"${HOST_MIPS_ENV}", env
+    calibrated = calibrated_host_mips(platform) if platform else None
+    if calibrated:
+        return "calibrated", calibrated
+    return "platform", cpu.host_mips
+
+
+def calibration_path(platform: str) -> Path:
+    """Where `netrepro calibrate PLATFORM` keeps what it measured on this host."""
+    return cache_dir("calibration") / f"{platform}.json"
+
+
+def calibrated_host_mips(platform: str) -> float | None:
+    """The host rate this host's calibration chose for the platform (None: not calibrated here)."""
+    path = calibration_path(platform)
+    try:
+        value = json.loads(path.read_text())["host_mips"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
 def _env_host_mips() -> float | None:

@@ -79,7 +79,7 @@ class Platform:
 
     def time(self, choice: TimeChoice) -> DeviceTime:
         """How this board's time relates to the wall clock for a run, as the user chose."""
-        return choice.for_platform(self.engine["kind"], self.cpu)
+        return choice.for_platform(self.engine["kind"], self.cpu, self.name)
 
     def sends_clock(self, time: DeviceTime) -> bool:
         """Whether, run in this time, the board sends its clock for the link to follow: device time
