@@ -1,0 +1,279 @@
+"""A reproduce document as one self-contained HTML page, to share.
+
+Everything is in the one file: the report's title, source and inputs, its table, per case the
+median run's plots as inline SVG (matplotlib's own SVG text, so nothing is fetched when the page
+is opened, from the network or the disk), the stand-in's honesty notes, and the command and
+netrepro version that made it. The page is a pure function of the document and the files its
+run folders hold; a missing key or plot shows as "not listed" / "no plot", never as a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.core.errors import NetreproError
+from harness.rig.platform import load_platform
+from harness.studies.cases import format_number
+
+PLOTS = (("timeseq", "time / sequence"), ("goodput", "goodput"), ("window", "window and bytes in flight"))
+_DELTA_KEYS = ("delta_percent", "delta_pct", "delta")  # what a reproduce document may call the case's delta %
+NO_PLOT = '<div class="noplot">no plot</div>'
+
+CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1d1d1f;
+       margin: 0 auto; max-width: 1280px; padding: 16px 24px 40px; background: #fff; }
+h1 { font-size: 22px; margin: 8px 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; }
+h3 { font-size: 15px; margin: 22px 0 4px; } .meta, .small { color: #555; font-size: 13px; }
+code { background: #f3f3f5; padding: 1px 4px; border-radius: 3px; word-break: break-all; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0; }
+th, td { border: 1px solid #d6d6dc; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #eef0f5; } tbody tr:nth-child(even) { background: #f8f8fb; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.holds { color: #17692e; font-weight: 600; } .fails { color: #b3261e; font-weight: 600; }
+.plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 12px; }
+figure { margin: 0; border: 1px solid #e2e2e8; border-radius: 4px; padding: 6px; background: #fff; }
+figure svg { width: 100%; height: auto; display: block; }
+figcaption { font-size: 12px; color: #555; margin-bottom: 4px; }
+.noplot { color: #888; font-style: italic; padding: 40px 0; text-align: center; background: #fafafa; }
+.notes li { margin: 4px 0; } footer { margin-top: 32px; color: #555; font-size: 12px; }
+"""
+
+
+def write_report_page(document: dict[str, Any], path: Path, command: str | None = None) -> Path:
+    """Write the document's page to path (its folder made if needed); returns path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report_page(document, command), encoding="utf-8")
+    return path
+
+
+def render_report_page(document: dict[str, Any], command: str | None = None) -> str:
+    """The page's HTML text."""
+    cases = [c for c in document.get("cases") or [] if isinstance(c, dict)]
+    title = _text(document.get("title") or document.get("report") or "netrepro report")
+    body = [f"<h1>{escape(title)}</h1>", _header(document),
+            "<h2>Inputs</h2>", _inputs(document.get("inputs")),
+            "<h2>Results</h2>", _table(document, cases), _claim_notes(cases),
+            "<h2>Stand-in</h2>", _stand_in(document, cases),
+            "<h2>Plots</h2>", *(_case_plots(i, c) for i, c in enumerate(cases)),
+            _footer(document, command)]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _text(value: Any) -> str:
+    """Any document value as plain text: lists joined, a two-number range as lo-hi, dicts as k=v."""
+    if value is None:
+        return "-"
+    if isinstance(value, list | tuple):
+        if len(value) == 2 and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            return f"{value[0]:g}-{value[1]:g}"
+        return ", ".join(_text(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_text(v)}" for k, v in value.items())
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _header(document: dict[str, Any]) -> str:
+    source = document.get("source")
+    lines = [f"<p class=\"meta\">source: {escape(_text(source)) if source else 'not given'}</p>"]
+    facts = [f"report {document.get('report', '-')}", f"{document.get('repeats', '?')} runs a case",
+             "figures in Mbit/s", f"time: {document.get('time') or '-'}"]
+    if document.get("unit") not in (None, "Mbit/s"):
+        facts.append(f"report figures in {document['unit']} (1 K = {document.get('unit_bytes')} B)")
+    lines.append(f"<p class=\"meta\">{escape('; '.join(_text(f) for f in facts))}</p>")
+    if document.get("run_dir"):
+        lines.append(f"<p class=\"meta\">run folders: <code>{escape(_text(document['run_dir']))}</code></p>")
+    if document.get("note"):
+        lines.append(f"<p>note: {escape(_text(document['note']))}</p>")
+    return "\n".join(lines)
+
+
+def _inputs(inputs: Any) -> str:
+    """The report's inputs and where each came from; older documents do not list them."""
+    if inputs is None or not isinstance(inputs, list):
+        return "<p class=\"small\">inputs: not listed</p>"
+    if not inputs:
+        return "<p class=\"small\">inputs: none</p>"
+    rows = []
+    for item in inputs:
+        item = item if isinstance(item, dict) else {"name": item}
+        basis = [f"{key}: {_text(item[key])}" for key in ("source", "why", "range", "from")
+                 if item.get(key) is not None]
+        cells = [_text(item.get("name")), _text(item.get("value")), _text(item.get("provenance")), "; ".join(basis)]
+        rows.append("<tr>" + "".join(f"<td>{escape(c or '-')}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("input", "value", "provenance", "source / why, range / from"))
+    return f"<table class=\"inputs\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _report_figure(case: dict[str, Any], unit: str) -> str:
+    figure = case.get("report_mbps")
+    text = "-" if figure is None else _text(figure)
+    if case.get("report_value") is not None and unit != "Mbit/s":
+        text += f" ({_text(case['report_value'])} {unit})"
+    return text
+
+
+def _measured(case: dict[str, Any]) -> str:
+    median = case.get("median_mbps")
+    if median is None:
+        return "failed"
+    spread = f"{format_number(case.get('min_mbps'))}-{format_number(case.get('max_mbps'))}"
+    return f"{format_number(median)} ({spread})"
+
+
+def _delta(case: dict[str, Any]) -> Any:
+    return next((case[k] for k in _DELTA_KEYS if k in case), None)
+
+
+def _agrees(value: Any) -> str:
+    return "yes" if value is True else "no" if value is False else _text(value)
+
+
+def _claim(case: dict[str, Any]) -> tuple[str, str]:
+    holds = case.get("claim_holds")
+    return ("-", "") if holds is None else ("holds", "holds") if holds else ("FAILS", "fails")
+
+
+def _table(document: dict[str, Any], cases: list[dict[str, Any]]) -> str:
+    """The report table; delta % and agrees only when some case carries them."""
+    if not cases:
+        return "<p class=\"small\">no cases</p>"
+    unit = _text(document.get("unit") or "Mbit/s")
+    with_delta = any(_delta(c) is not None for c in cases)
+    with_agrees = any("agrees" in c for c in cases)
+    heads = ["case", "report figure", "netrepro median (min-max)", *(["delta %"] if with_delta else []),
+             *(["agrees"] if with_agrees else []), "bound", "MSS", "window", "verdict", "claim"]
+    rows = []
+    for i, c in enumerate(cases):
+        claim, claim_class = _claim(c)
+        numbers = [_report_figure(c, unit), _measured(c),
+                   *([format_number(_delta(c))] if with_delta else []),
+                   *([_agrees(c.get("agrees"))] if with_agrees else []),
+                   format_number(c.get("bound_mbps")), format_number(c.get("device_mss")),
+                   format_number(c.get("device_window_max"))]
+        cells = [f"<td><a href=\"#case-{i}\">{escape(_text(c.get('case')))}</a></td>",
+                 *(f"<td class=\"num\">{escape(n)}</td>" for n in numbers),
+                 f"<td title=\"{escape(_text(c.get('verdict_reason') or ''))}\">{escape(_text(c.get('verdict')))}</td>",
+                 f"<td class=\"{claim_class}\">{escape(claim)}</td>"]
+        rows.append(f"<tr class=\"case\">{''.join(cells)}</tr>")
+    head = "".join(f"<th>{escape(h)}</th>" for h in heads)
+    return f"<table class=\"report\"><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+
+
+def _claim_notes(cases: list[dict[str, Any]]) -> str:
+    """Why a claim failed and why a case has no figure: the table's FAILS and failed explained."""
+    notes = [f"{_text(c.get('case'))}: {_text(n)}" for c in cases for n in c.get("claim_notes") or []
+             if str(n).startswith("fails")]
+    notes += [f"{_text(c.get('case'))}: {_text(c['error'])}" for c in cases if c.get("error")]
+    if not notes:
+        return ""
+    return "<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+
+
+def _stand_in(document: dict[str, Any], cases: list[dict[str, Any]]) -> str:
+    """What stood in for the real board, and what that changes, from the document and the platforms."""
+    stand_in = document.get("stand_in") if isinstance(document.get("stand_in"), dict) else {}
+    items = [(key, _text(stand_in[key])) for key in ("cpu", "nic", "honesty") if stand_in.get(key)]
+    seen = {text for _, text in items}
+    for name in dict.fromkeys(str(c["platform"]) for c in cases if c.get("platform")):
+        honesty = _platform_honesty(name)
+        if honesty and honesty not in seen:
+            items.append((f"{name}: honesty", honesty))
+            seen.add(honesty)
+    if not items:
+        return "<p class=\"small\">stand-in: not described</p>"
+    return "<dl>" + "".join(f"<dt><b>{escape(k)}</b></dt><dd>{escape(v)}</dd>" for k, v in items) + "</dl>"
+
+
+def _platform_honesty(name: str) -> str | None:
+    try:
+        return load_platform(name).stand_in.get("honesty")
+    except (NetreproError, OSError, KeyError, ValueError):
+        return None  # a platform renamed or removed since the run: the document's own notes still stand
+
+
+def _case_plots(index: int, case: dict[str, Any]) -> str:
+    run_dir = median_run_dir(case)
+    where = f"run folder <code>{escape(str(run_dir))}</code>" if run_dir else "no run folder"
+    facts = " / ".join(_text(case.get(k)) for k in ("platform", "profile", "link", "workload") if case.get(k))
+    figures = []
+    for name, label in PLOTS:
+        svg = inline_svg(run_dir / "plots" / f"{name}.svg", f"c{index}-{name}") if run_dir else None
+        figures.append(f"<figure><figcaption>{escape(label)}</figcaption>"
+                       f"{svg or NO_PLOT}</figure>")
+    reason = case.get("verdict_reason")
+    verdict = f"{_text(case.get('verdict'))}: {_text(reason)}" if reason else None
+    return (f"<h3 id=\"case-{index}\">{escape(_text(case.get('case')))}</h3>"
+            f"<p class=\"small\">{escape(facts)}; {where}</p>"
+            + (f"<p class=\"small\">{escape(verdict)}</p>" if verdict else "")
+            + f"<div class=\"plots\">{''.join(figures)}</div>")
+
+
+def median_run_dir(case: dict[str, Any]) -> Path | None:
+    """The run folder that speaks for the case: the median run, as summarise_runs picks it, when the runs'
+    figures tell which; else the first folder with plots; else the first that exists."""
+    dirs = [Path(d) for d in case.get("run_dirs") or [] if isinstance(d, str) and d]
+    figures = [_run_figure(d, case.get("direction")) for d in dirs]
+    if not any(f is not None for f in figures) and len(case.get("runs_mbps") or []) == len(dirs):
+        figures = list(case["runs_mbps"])  # every run measured: runs_mbps is in run_dirs' order
+    measured = sorted((f, d) for f, d in zip(figures, dirs, strict=True) if isinstance(f, int | float))
+    if measured and case.get("median_mbps") is not None:
+        middle = measured[len(measured) // 2][1]
+        if (middle / "plots").is_dir():
+            return middle
+    with_plots = [d for d in dirs if any((d / "plots" / f"{n}.svg").is_file() for n, _ in PLOTS)]
+    existing = [d for d in dirs if d.is_dir()]
+    return (with_plots or existing or [None])[0]
+
+
+def _run_figure(run_dir: Path, direction: str | None) -> float | None:
+    """The run's throughput from its result.json (this case's direction of a two-way run)."""
+    try:
+        value = json.loads((run_dir / "result.json").read_text()).get("throughput_mbps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(value, dict):
+        value = value.get(direction) if direction else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+_PROLOGUE = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->|<metadata\b.*?</metadata>", re.S | re.I)
+_UNSAFE = re.compile(r"<script\b.*?</script\s*>|<foreignObject\b.*?</foreignObject\s*>"
+                     r"|\son\w+\s*=\s*(\"[^\"]*\"|'[^']*')", re.S | re.I)
+_EXTERNAL = re.compile(r"""(\s(?:xlink:)?href\s*=\s*)(["'])(?!#|data:)[^"']*\2""", re.I)
+
+
+def inline_svg(path: Path, prefix: str) -> str | None:
+    """An SVG file's markup to put inline: no prologue, no scripts, no links out, and its ids
+    prefixed so that several figures' clip paths and markers cannot collide on one page."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    text = _UNSAFE.sub("", _PROLOGUE.sub("", text))
+    start = text.find("<svg")
+    if start < 0 or "</svg>" not in text:
+        return None
+    text = _EXTERNAL.sub(r'\1\2#\2', text[start:text.rfind("</svg>") + len("</svg>")])
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
+    text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", text)
+    return re.sub(r'(href\s*=\s*")#(?=[^"])', rf"\1#{prefix}-", text)
+
+
+def _footer(document: dict[str, Any], command: str | None) -> str:
+    made_by = document.get("command") or command
+    made = f"<code>{escape(_text(made_by))}</code>" if made_by else "command not recorded"
+    return f"<footer>made by {made} with netrepro {escape(__version__)}</footer>"
+
+
+__all__ = ["inline_svg", "median_run_dir", "render_report_page", "write_report_page"]
