@@ -34,6 +34,7 @@ from harness.studies.baseline import (
 )
 from harness.studies.calibrate import calibrate, format_calibration
 from harness.studies.compare import compare, format_comparison
+from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
 from harness.studies.run import Configuration, RunPlan, RunResult
 
@@ -135,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_time_args(repro)
     repro.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     repro.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
+    repro.add_argument("--html", type=Path, default=None, metavar="PATH",
+                       help="also write one self-contained HTML page of the result (table, inputs, plots) here")
     repro.add_argument("--quiet", action="store_true", help="no progress lines")
     repro.set_defaults(func=cmd_reproduce)
 
@@ -178,6 +181,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
                          progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args))
     print(json.dumps(document, indent=2) if args.json else format_report(document))
+    if args.html:
+        page = write_report_page(document, args.html, command=" ".join(sys.argv))
+        print(f"report page: {page}", file=sys.stderr if args.json else sys.stdout)
     failed = [c for c in document["cases"] if c["median_mbps"] is None]
     return 1 if failed else 0
 
