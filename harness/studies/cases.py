@@ -44,7 +44,8 @@ class CaseResult:
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
     run_dirs: list[str] = field(default_factory=list)
-    error: str | None = None
+    error: str | None = None                 # the first failure's message
+    runs_failed: int = 0                     # runs that raised or gave no figure for this case's direction
 
 
 def run_figure(run: RunResult, direction: str | None) -> float | None:
@@ -54,8 +55,10 @@ def run_figure(run: RunResult, direction: str | None) -> float | None:
     return float(value) if isinstance(value, float | int) else None
 
 
-def summarise_runs(result: CaseResult, runs: list[RunResult]) -> None:
+def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -> None:
+    """The runs' figures and the median run's facts; `raised` counts the runs that never returned."""
     measured = [(f, r) for r in runs if (f := run_figure(r, result.direction)) is not None]
+    result.runs_failed = raised + len(runs) - len(measured)
     if len(measured) < len(runs) and result.error is None:
         result.error = (f"{len(runs) - len(measured)} of {len(runs)} runs reported no {result.direction} figure "
                         "(see the run folders' iperf logs)")

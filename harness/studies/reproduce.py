@@ -41,12 +41,15 @@ from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, Workload
 from harness.studies.cases import CaseResult, format_number, summarise_runs
-from harness.studies.claims import CHECKS, judge
+from harness.studies.claims import CHECKS, DEFAULT_BAND, agreement, claim_result, failed_runs_text, judge
 from harness.studies.run import RunPlan, RunResult, execute_trusted
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
               "note", "chunk", "bytes", "direction", "warmup", "rx_overflow"}
+# What a report's [[inputs]] entry gives besides name and value, by where the value came from.
+_PROVENANCE = {"report": {"source"}, "assumed": {"why", "range"}, "fitted": {"from", "cases"}}
+_INPUT_KEYS = {"name", "value", "unit", "provenance", "sets"}
 
 
 def report_names() -> list[str]:
@@ -63,23 +66,67 @@ def load_report(name: str) -> dict[str, Any]:
         if unknown:
             raise NetreproError(f"{path}: case '{case.get('case')}' has unknown key {sorted(unknown)[0]}",
                                 f"allowed: {', '.join(sorted(_CASE_KEYS | set(CHECKS)))}")
+    report_band(report, path)
+    cases = {c.get("case") for c in report.get("cases", [])}
+    for item in report.get("inputs", []):
+        check_input(item, cases, path)
     return report
+
+
+def report_band(report: dict[str, Any], where: Path | str = "report") -> float:
+    """How far from the report's figure a median may be and still agree (a fraction; one band per report)."""
+    band = report.get("band", DEFAULT_BAND)
+    if isinstance(band, bool) or not isinstance(band, float | int) or not 0 < band < 1:
+        raise NetreproError(f"{where}: band {band!r} is not a fraction between 0 and 1", "write e.g. band = 0.15")
+    return float(band)
+
+
+def check_input(item: dict[str, Any], cases: set[str], where: Path | str = "report") -> None:
+    """An [[inputs]] entry says where its value came from, in the keys its provenance needs."""
+    name, kind = item.get("name", "?"), item.get("provenance")
+    if kind not in _PROVENANCE:
+        raise NetreproError(f"{where}: input '{name}' has provenance {kind!r}", "use report, assumed or fitted")
+    missing = sorted(({"name", "value"} | _PROVENANCE[kind]) - set(item))
+    extra = sorted(set(item) - _INPUT_KEYS - _PROVENANCE[kind])
+    if missing or extra:
+        wrong = f"has no {missing[0]}" if missing else f"has unknown key {extra[0]}"
+        raise NetreproError(f"{where}: input '{name}' ({kind}) {wrong}",
+                            f"a {kind} input gives name, value and {', '.join(sorted(_PROVENANCE[kind]))} "
+                            "(unit and sets optional)")
+    if kind == "assumed":
+        _check_range(item, where)
+    unknown = [c for c in item.get("cases", []) if c not in cases]
+    if kind == "fitted" and (unknown or not item["cases"]):
+        raise NetreproError(f"{where}: input '{name}' is fitted to "
+                            f"{'no case' if not unknown else 'unknown case ' + repr(unknown[0])}",
+                            f"name the cases whose figures it was fitted to: {', '.join(sorted(cases))}")
+
+
+def _check_range(item: dict[str, Any], where: Path | str) -> None:
+    span, value = item["range"], item["value"]
+    numbers = isinstance(span, list) and len(span) == 2 and all(isinstance(v, float | int) for v in span)
+    if not numbers or span[0] > span[1]:
+        raise NetreproError(f"{where}: input '{item['name']}' has range {span!r}", "write range = [low, high]")
+    if isinstance(value, float | int) and not span[0] <= value <= span[1]:
+        raise NetreproError(f"{where}: input '{item['name']}' = {value} lies outside its range {span}",
+                            "an assumed value lies inside its plausible range: fix one of them")
+
+
+def fitted_cases(report: dict[str, Any]) -> set[str]:
+    """The cases whose report figures some input was fitted to: they cannot also test the model."""
+    return {c for item in report.get("inputs", []) if item.get("provenance") == "fitted" for c in item["cases"]}
 
 
 def reproduce(name: str, out: Path | None = None, repeats: int | None = None, seconds: float | None = None,
               only: list[str] | None = None, progress: Progress | None = None,
               lwip_tree_path: str | None = None, time: TimeChoice | None = None) -> dict[str, Any]:
-    """Run every case of the report; returns {"report", "title", "cases": [...]} and writes it as JSON."""
+    """Run every case of the report; returns the document (report, inputs, cases, summary) and writes it as JSON."""
     progress = progress or Progress(quiet=True)
     report = load_report(name)
+    cases = selected_cases(report, name, only)  # before anything is built or made: a typo costs nothing
     repeats = repeats or int(report.get("repeats", 3))
     tree = lwip_tree(lwip_tree_path)
     root = make_run_dir(out, f"reproduce-{name}", "all")
-    names = [c["case"] for c in report["cases"]]
-    unknown = [n for n in only or [] if n not in names]
-    if unknown:
-        raise NetreproError(f"report {name} has no case '{unknown[0]}'", f"use one of: {', '.join(names)}")
-    cases = [c for c in report["cases"] if not only or c["case"] in only]
     time = time or TimeChoice()
     results: dict[str, CaseResult] = {}
     shared: dict[tuple, tuple[list[RunResult], list[str], str | None]] = {}
@@ -94,10 +141,49 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
                 "note": report.get("note"), "stand_in": platform.stand_in,
                 "unit": report.get("unit", "Mbit/s"), "unit_bytes": report.get("unit_bytes"),
                 "repeats": repeats, "time": time.mode, "run_dir": str(root),
-                "cases": [asdict(r) for r in results.values()]}
+                **judged_document(report, list(results.values()))}
     (root / "reproduce.json").write_text(json.dumps(document, indent=2) + "\n")
     (root / "reproduce.txt").write_text(format_report(document) + "\n")
     return document
+
+
+def selected_cases(report: dict[str, Any], name: str, only: list[str] | None) -> list[dict[str, Any]]:
+    names = [c["case"] for c in report["cases"]]
+    unknown = [n for n in only or [] if n not in names]
+    if unknown:
+        raise NetreproError(f"report {name} has no case '{unknown[0]}'", f"use one of: {', '.join(names)}")
+    return [c for c in report["cases"] if not only or c["case"] in only]
+
+
+def judged_document(report: dict[str, Any], results: list[CaseResult]) -> dict[str, Any]:
+    """The band, the inputs and every (judged) case against the report, with the counts the summary line gives."""
+    band, fitted = report_band(report), fitted_cases(report)
+    cases = [case_document(r, band, r.case in fitted) for r in results]
+    return {"band": band, "inputs": [dict(i) for i in report.get("inputs", [])], "cases": cases,
+            "summary": summary(cases)}
+
+
+def case_document(result: CaseResult, band: float, fitted: bool) -> dict[str, Any]:
+    row = asdict(result)
+    found = agreement(result, band)
+    row.update(delta_pct=found.delta_pct, agrees=found.agrees, fitted=fitted, claim_result=claim_result(row))
+    return row
+
+
+def summary(cases: list[dict[str, Any]]) -> dict[str, int]:
+    """The counts behind the table's last line: fitted figures are not evidence, unknown is not holding."""
+    figures = [c for c in cases if c["report_mbps"] is not None and not c.get("fitted")]
+    claims = [c for c in cases if c.get("claim")]
+    failing = [c for c in cases if c["median_mbps"] is None or c.get("claim_holds") is False]
+    return {"figures": len(figures), "agree": sum(c.get("agrees") is True for c in figures),
+            "fitted": sum(1 for c in cases if c.get("fitted") and c["report_mbps"] is not None),
+            "mechanisms": len(claims), "hold": sum(c.get("claim_holds") is True for c in claims),
+            "unknown": sum(_answer(c) == "unknown" for c in claims), "fail": len(failing)}
+
+
+def _answer(case: dict[str, Any]) -> str | None:
+    """The claim's answer by name (documents written before claim_result existed are judged from claim_holds)."""
+    return case["claim_result"] if "claim_result" in case else claim_result(case)
 
 
 def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
@@ -128,11 +214,11 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
             try:
                 runs.append(execute_trusted(plan, run_dir))
             except NetreproError as exc:
-                error = str(exc)
+                error = error or str(exc)  # the first failure explains; later ones usually repeat it
             run_dirs.append(str(run_dir))
         shared[key] = (runs, run_dirs, error)
     runs, result.run_dirs, result.error = shared[key][0], list(shared[key][1]), shared[key][2]
-    summarise_runs(result, runs)
+    summarise_runs(result, runs, raised=len(result.run_dirs) - len(runs))
     if result.median_mbps is not None and report.get("unit_bytes"):
         result.median_in_unit = round(result.median_mbps * 1e6 / 8 / int(report["unit_bytes"]), 1)
     return result
@@ -169,10 +255,20 @@ def _time_line(mode: str | None) -> str:
 
 
 def format_report(document: dict[str, Any]) -> str:
-    """The report's table: its figures beside netrepro's, with the verdict and the claim."""
+    """The report's table: its inputs, its figures beside netrepro's, how far apart, the verdict, the mechanisms."""
+    band = float(document.get("band", DEFAULT_BAND))
+    lines = [*_preamble(document, band), "", *_inputs_block(document.get("inputs") or []), ""]
+    lines += _table(document, band)
+    return "\n".join(lines + _notes(document["cases"]))
+
+
+def _percent(band: float) -> str:
+    return f"{band * 100:g} %"
+
+
+def _preamble(document: dict[str, Any], band: float) -> list[str]:
     unit, unit_bytes = document.get("unit", "Mbit/s"), document.get("unit_bytes")
-    in_unit = unit != "Mbit/s" and unit_bytes
-    scale = f"; report figures in {unit}, 1 K = {unit_bytes} B, converted to Mbit/s" if in_unit else ""
+    scale = f"; report figures in {unit}, 1 K = {unit_bytes} B, converted to Mbit/s" if _in_unit(document) else ""
     lines = [document["title"], f"({document['repeats']} runs a case; figures in Mbit/s{scale}; run folders in "
                                 f"{document['run_dir']})", _time_line(document.get("time"))]
     stand_in = document.get("stand_in") or {}
@@ -180,28 +276,114 @@ def format_report(document: dict[str, Any]) -> str:
         lines.append(f"stand-in: {stand_in.get('cpu')}; NIC: {stand_in.get('nic')}")
     if document.get("note"):
         lines.append(f"note: {document['note']}")
-    lines.append("")
-    unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if in_unit else ""
-    header = f"{'case':<22}{unit_head} {'report':>9} {'netrepro median (min-max)':>27} {'bound':>7} {'MSS':>5} " \
-             f"{'window':>7} {'cpu %':>6} {'us/seg':>7}  {'verdict':<20} claim"
-    lines += [header, "-" * len(header)]
-    for c in document["cases"]:
-        report = c["report_mbps"]
-        report_text = "-" if report is None else f"{report[0]:g}-{report[1]:g}" if isinstance(report, list) \
-            else f"{report:.3g}" if report < 10 else f"{report:g}"
-        figure = "failed" if c["median_mbps"] is None else \
-            f"{c['median_mbps']:.2f} ({c['min_mbps']:.2f}-{c['max_mbps']:.2f})" if c["median_mbps"] < 10 else \
-            f"{c['median_mbps']:.1f} ({c['min_mbps']:.1f}-{c['max_mbps']:.1f})"
-        claim = "-" if c["claim_holds"] is None else "holds" if c["claim_holds"] else "FAILS"
-        window = "-" if c["device_window_max"] is None else f"{c['device_window_max']:g}"
-        units = (f" {format_number(c.get('report_value')):>13} {format_number(c.get('median_in_unit')):>15}"
-                 if in_unit else "")
-        lines.append(f"{c['case']:<22}{units} {report_text:>9} {figure:>27} {format_number(c['bound_mbps']):>7} "
-                     f"{format_number(c['device_mss']):>5} {window:>7} {format_number(c.get('device_cpu_percent')):>6} "
-                     f"{format_number(c.get('us_per_segment')):>7}  {c['verdict'] or '-':<20} {claim}")
-    notes = [f"  {c['case']}: {n}" for c in document["cases"] for n in c["claim_notes"] if n.startswith("fails")]
-    if notes:
-        lines += ["", "claims that do not hold:", *notes]
-    return "\n".join(lines)
+    pct = _percent(band)
+    lines.append(f"agreement: a report figure agrees when netrepro's median is within {pct} of it (a range: inside "
+                 f"it or within {pct} of its ends; the report file's band); a figure an input was fitted to is "
+                 "marked fitted and not counted")
+    return lines
 
 
+def _in_unit(document: dict[str, Any]) -> bool:
+    return document.get("unit", "Mbit/s") != "Mbit/s" and bool(document.get("unit_bytes"))
+
+
+def _inputs_block(inputs: list[dict[str, Any]]) -> list[str]:
+    if not inputs:
+        return ["inputs: none declared in the report file"]
+    return ["inputs (what the model was given, apart from the figures it predicts):",
+            *(f"  {input_line(item)}" for item in inputs)]
+
+
+def input_line(item: dict[str, Any]) -> str:
+    """name = value unit [provenance: where it came from]."""
+    unit = f" {item['unit']}" if item.get("unit") else ""
+    value = item["value"]
+    text = f"{item['name']} = {value:g}{unit}" if isinstance(value, float | int) else f"{item['name']} = {value}{unit}"
+    kind = item["provenance"]
+    if kind == "report":
+        return f"{text} [report: {item['source']}]"
+    if kind == "assumed":
+        low, high = item["range"]
+        return f"{text} [assumed: {item['why']}; range {low:g}-{high:g}{unit}]"
+    return f"{text} [fitted from {item['from']}; fitted to the figures of {', '.join(item['cases'])}]"
+
+
+_MECHANISMS = {"holds": "holds", "fails": "FAILS", "unknown": "unknown", None: "-"}
+_NETREPRO_HEAD = "netrepro median (min-max, n runs)"
+
+
+def _table(document: dict[str, Any], band: float) -> list[str]:
+    cases, unit = document["cases"], document.get("unit", "Mbit/s")
+    width = max([22, *(len(c["case"]) + 1 for c in cases)])
+    unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if _in_unit(document) else ""
+    header = (f"{'case':<{width}}{unit_head} {'report':>9} {_NETREPRO_HEAD:>33} {'delta %':>8} "
+              f"{'within ' + _percent(band):>11} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  "
+              f"{'verdict':<20} mechanisms")
+    rows = [_row(c, width, _in_unit(document)) for c in cases]
+    return [header, "-" * len(header), *rows, "-" * len(header), summary_line(summary(cases), band)]
+
+
+def _row(c: dict[str, Any], width: int, in_unit: bool) -> str:
+    window = "-" if c["device_window_max"] is None else f"{c['device_window_max']:g}"
+    units = (f" {format_number(c.get('report_value')):>13} {format_number(c.get('median_in_unit')):>15}"
+             if in_unit else "")
+    mechanisms = _MECHANISMS[_answer(c)]
+    return (f"{c['case']:<{width}}{units} {_report_text(c['report_mbps']):>9} {_figure_text(c):>33} "
+            f"{_delta_text(c.get('delta_pct')):>8} {_agrees_text(c):>11} {format_number(c['bound_mbps']):>7} "
+            f"{format_number(c['device_mss']):>5} {window:>7} {format_number(c.get('device_cpu_percent')):>6} "
+            f"{format_number(c.get('us_per_segment')):>7}  {c['verdict'] or '-':<20} {mechanisms}")
+
+
+def _report_text(report: float | list[float] | None) -> str:
+    if report is None:
+        return "-"
+    if isinstance(report, list):
+        return f"{report[0]:g}-{report[1]:g}"
+    return f"{report:.3g}" if report < 10 else f"{report:g}"
+
+
+def _figure_text(c: dict[str, Any]) -> str:
+    """median (min-max, n runs); 'failed' when no run gave a figure."""
+    runs = len(c.get("runs_mbps") or [])
+    if c["median_mbps"] is None:
+        return f"failed (0 of {runs + (c.get('runs_failed') or 0)} runs)"
+    digits = 2 if c["median_mbps"] < 10 else 1
+    count = f"{runs} run" if runs == 1 else f"{runs} runs"
+    return f"{c['median_mbps']:.{digits}f} ({c['min_mbps']:.{digits}f}-{c['max_mbps']:.{digits}f}, {count})"
+
+
+def _delta_text(delta: float | None) -> str:
+    if delta is None:
+        return "-"
+    return f"{delta:+.1f}" if abs(delta) < 100 else f"{delta:+.0f}"
+
+
+def _agrees_text(c: dict[str, Any]) -> str:
+    if c.get("fitted") and c["report_mbps"] is not None:
+        return "fitted"
+    return {True: "yes", False: "no", None: "-"}[c.get("agrees")]
+
+
+def summary_line(counts: dict[str, int], band: float) -> str:
+    return (f"{counts['agree']} of {counts['figures']} report figures agree within {_percent(band)}; "
+            f"mechanisms {counts['hold']} of {counts['mechanisms']} hold; {counts['fail']} cases fail")
+
+
+def _notes(cases: list[dict[str, Any]]) -> list[str]:
+    """Below the table: failed runs, fitted figures, and the claims that failed or were left unknown."""
+    lines: list[str] = []
+    sections = [
+        ("runs that failed:", [f"  {c['case']}: {failed_runs_text(c)}" for c in cases if c.get("runs_failed")]),
+        ("figures an input was fitted to (not counted as agreement):",
+         [f"  {c['case']}" for c in cases if c.get("fitted") and c["report_mbps"] is not None]),
+        ("claims that do not hold:", _claim_notes(cases, "fails")),
+        ("claims left unknown (the evidence is missing):", _claim_notes(cases, "unknown")),
+    ]
+    for title, notes in sections:
+        if notes:
+            lines += ["", title, *notes]
+    return lines
+
+
+def _claim_notes(cases: list[dict[str, Any]], answer: str) -> list[str]:
+    return [f"  {c['case']}: {n}" for c in cases for n in c["claim_notes"] if n.startswith(answer + ":")]
