@@ -298,7 +298,7 @@ def input_line(item: dict[str, Any]) -> str:
     """name = value unit [provenance: where it came from]."""
     unit = f" {item['unit']}" if item.get("unit") else ""
     value = item["value"]
-    text = f"{item['name']} = {value:g}{unit}" if isinstance(value, float | int) else f"{item['name']} = {value}{unit}"
+    text = f"{item['name']} = {value:g}{unit}" if isinstance(value, float) else f"{item['name']} = {value}{unit}"
     kind = item["provenance"]
     if kind == "report":
         return f"{text} [report: {item['source']}]"
