@@ -19,9 +19,10 @@ from harness import __version__
 from harness.core.errors import NetreproError
 from harness.rig.platform import load_platform
 from harness.studies.cases import format_number
+from harness.studies.claims import DEFAULT_BAND, failed_runs_text
+from harness.studies.reproduce import summary_line
 
 PLOTS = (("timeseq", "time / sequence"), ("goodput", "goodput"), ("window", "window and bytes in flight"))
-_DELTA_KEYS = ("delta_percent", "delta_pct", "delta")  # what a reproduce document may call the case's delta %
 NO_PLOT = '<div class="noplot">no plot</div>'
 
 CSS = """
@@ -35,12 +36,14 @@ th, td { border: 1px solid #d6d6dc; padding: 4px 8px; text-align: left; vertical
 th { background: #eef0f5; } tbody tr:nth-child(even) { background: #f8f8fb; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .holds { color: #17692e; font-weight: 600; } .fails { color: #b3261e; font-weight: 600; }
-.plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 12px; }
+.unknown { color: #8a5a00; font-weight: 600; }
+.plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 12px; }
 figure { margin: 0; border: 1px solid #e2e2e8; border-radius: 4px; padding: 6px; background: #fff; }
 figure svg { width: 100%; height: auto; display: block; }
 figcaption { font-size: 12px; color: #555; margin-bottom: 4px; }
 .noplot { color: #888; font-style: italic; padding: 40px 0; text-align: center; background: #fafafa; }
-.notes li { margin: 4px 0; } footer { margin-top: 32px; color: #555; font-size: 12px; }
+.notes li { margin: 4px 0; } dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
+dt { font-weight: 600; } dd { margin: 0; } footer { margin-top: 32px; color: #555; font-size: 12px; }
 """
 
 
@@ -88,6 +91,8 @@ def _header(document: dict[str, Any]) -> str:
     lines = [f"<p class=\"meta\">source: {escape(_text(source)) if source else 'not given'}</p>"]
     facts = [f"report {document.get('report', '-')}", f"{document.get('repeats', '?')} runs a case",
              "figures in Mbit/s", f"time: {document.get('time') or '-'}"]
+    if isinstance(document.get("band"), int | float):
+        facts.append(f"a figure agrees within {document['band'] * 100:g} % of the report's")
     if document.get("unit") not in (None, "Mbit/s"):
         facts.append(f"report figures in {document['unit']} (1 K = {document.get('unit_bytes')} B)")
     lines.append(f"<p class=\"meta\">{escape('; '.join(_text(f) for f in facts))}</p>")
@@ -98,21 +103,37 @@ def _header(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_CLAIM_TEXT = {"holds": "holds", "fails": "FAILS", "unknown": "unknown"}
+
+
 def _inputs(inputs: Any) -> str:
-    """The report's inputs and where each came from; older documents do not list them."""
-    if inputs is None or not isinstance(inputs, list):
+    """The report's inputs and where each came from; documents older than [[inputs]] do not list them."""
+    if not isinstance(inputs, list):
         return "<p class=\"small\">inputs: not listed</p>"
     if not inputs:
-        return "<p class=\"small\">inputs: none</p>"
+        return "<p class=\"small\">inputs: none declared in the report file</p>"
     rows = []
     for item in inputs:
         item = item if isinstance(item, dict) else {"name": item}
-        basis = [f"{key}: {_text(item[key])}" for key in ("source", "why", "range", "from")
-                 if item.get(key) is not None]
-        cells = [_text(item.get("name")), _text(item.get("value")), _text(item.get("provenance")), "; ".join(basis)]
-        rows.append("<tr>" + "".join(f"<td>{escape(c or '-')}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("input", "value", "provenance", "source / why, range / from"))
+        unit = f" {_text(item['unit'])}" if item.get("unit") else ""
+        value = _text(item.get("value")) + (unit if item.get("value") is not None else "")
+        cells = [_text(item.get("name")), value, _text(item.get("provenance")), _basis(item, unit),
+                 _text(item.get("sets"))]
+        rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("input", "value", "provenance", "where it came from", "sets"))
     return f"<table class=\"inputs\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _basis(item: dict[str, Any], unit: str) -> str:
+    """source (report), why and range (assumed), from and cases (fitted): whichever the input gives."""
+    parts = [_text(item[key]) for key in ("source", "why") if item.get(key)]
+    if item.get("range") is not None:
+        parts.append(f"range {_text(item['range'])}{unit}")
+    if item.get("from"):
+        parts.append(f"fitted from {_text(item['from'])}")
+    if item.get("cases"):
+        parts.append(f"fitted to the figures of {_text(item['cases'])}")
+    return "; ".join(parts) or "-"
 
 
 def _report_figure(case: dict[str, Any], unit: str) -> str:
@@ -124,75 +145,102 @@ def _report_figure(case: dict[str, Any], unit: str) -> str:
 
 
 def _measured(case: dict[str, Any]) -> str:
-    median = case.get("median_mbps")
-    if median is None:
-        return "failed"
+    """median (min-max, n runs), as the text table writes it; 'failed' when no run gave a figure."""
+    runs = len(case.get("runs_mbps") or [])
+    if case.get("median_mbps") is None:
+        return f"failed (0 of {runs + (case.get('runs_failed') or 0)} runs)"
     spread = f"{format_number(case.get('min_mbps'))}-{format_number(case.get('max_mbps'))}"
-    return f"{format_number(median)} ({spread})"
+    return f"{format_number(case['median_mbps'])} ({spread}, {runs} run{'' if runs == 1 else 's'})"
 
 
-def _delta(case: dict[str, Any]) -> Any:
-    return next((case[k] for k in _DELTA_KEYS if k in case), None)
+def _delta(case: dict[str, Any]) -> str:
+    delta = case.get("delta_pct")
+    return f"{delta:+.1f}" if isinstance(delta, int | float) and not isinstance(delta, bool) else "-"
 
 
-def _agrees(value: Any) -> str:
-    return "yes" if value is True else "no" if value is False else _text(value)
+def _agrees(case: dict[str, Any]) -> str:
+    if case.get("fitted") and case.get("report_mbps") is not None:
+        return "fitted"  # an input was fitted to this figure: it cannot also agree
+    return {True: "yes", False: "no"}.get(case.get("agrees"), "-")
 
 
-def _claim(case: dict[str, Any]) -> tuple[str, str]:
-    holds = case.get("claim_holds")
-    return ("-", "") if holds is None else ("holds", "holds") if holds else ("FAILS", "fails")
+def _claim(case: dict[str, Any]) -> str:
+    """holds / fails / unknown; documents older than claim_result say only claim_holds."""
+    if "claim_result" in case:
+        return _CLAIM_TEXT.get(case["claim_result"], "-")
+    return {True: "holds", False: "FAILS"}.get(case.get("claim_holds"), "-")
 
 
 def _table(document: dict[str, Any], cases: list[dict[str, Any]]) -> str:
-    """The report table; delta % and agrees only when some case carries them."""
+    """The report table; delta % and agreement only when the document judged them."""
     if not cases:
         return "<p class=\"small\">no cases</p>"
     unit = _text(document.get("unit") or "Mbit/s")
-    with_delta = any(_delta(c) is not None for c in cases)
+    with_delta = any("delta_pct" in c for c in cases)
     with_agrees = any("agrees" in c for c in cases)
-    heads = ["case", "report figure", "netrepro median (min-max)", *(["delta %"] if with_delta else []),
-             *(["agrees"] if with_agrees else []), "bound", "MSS", "window", "verdict", "claim"]
+    band = document.get("band")
+    agrees_head = f"agrees (within {band * 100:g} %)" if isinstance(band, int | float) else "agrees"
+    heads = ["case", "report figure", "netrepro median (min-max, runs)", *(["delta %"] if with_delta else []),
+             *([agrees_head] if with_agrees else []), "bound", "MSS", "window", "verdict", "claim"]
     rows = []
     for i, c in enumerate(cases):
-        claim, claim_class = _claim(c)
-        numbers = [_report_figure(c, unit), _measured(c),
-                   *([format_number(_delta(c))] if with_delta else []),
-                   *([_agrees(c.get("agrees"))] if with_agrees else []),
-                   format_number(c.get("bound_mbps")), format_number(c.get("device_mss")),
-                   format_number(c.get("device_window_max"))]
+        claim = _claim(c)
+        numbers = [_report_figure(c, unit), _measured(c), *([_delta(c)] if with_delta else []),
+                   *([_agrees(c)] if with_agrees else []), format_number(c.get("bound_mbps")),
+                   format_number(c.get("device_mss")), format_number(c.get("device_window_max"))]
         cells = [f"<td><a href=\"#case-{i}\">{escape(_text(c.get('case')))}</a></td>",
                  *(f"<td class=\"num\">{escape(n)}</td>" for n in numbers),
                  f"<td title=\"{escape(_text(c.get('verdict_reason') or ''))}\">{escape(_text(c.get('verdict')))}</td>",
-                 f"<td class=\"{claim_class}\">{escape(claim)}</td>"]
+                 f"<td class=\"{claim.lower()}\">{escape(claim)}</td>"]
         rows.append(f"<tr class=\"case\">{''.join(cells)}</tr>")
     head = "".join(f"<th>{escape(h)}</th>" for h in heads)
-    return f"<table class=\"report\"><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+    table = f"<table class=\"report\"><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+    return table + _summary(document)
+
+
+def _summary(document: dict[str, Any]) -> str:
+    """The text table's last line, from the document's counts (older documents have none)."""
+    counts, band = document.get("summary"), document.get("band", DEFAULT_BAND)
+    try:
+        return f"<p><b>{escape(summary_line(counts, float(band)))}</b></p>" if isinstance(counts, dict) else ""
+    except (KeyError, TypeError, ValueError):
+        return ""
 
 
 def _claim_notes(cases: list[dict[str, Any]]) -> str:
-    """Why a claim failed and why a case has no figure: the table's FAILS and failed explained."""
-    notes = [f"{_text(c.get('case'))}: {_text(n)}" for c in cases for n in c.get("claim_notes") or []
-             if str(n).startswith("fails")]
-    notes += [f"{_text(c.get('case'))}: {_text(c['error'])}" for c in cases if c.get("error")]
-    if not notes:
-        return ""
-    return "<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+    """The table's failed, fitted, FAILS and unknown explained, as the text table does below it."""
+    sections = [("runs that failed", [f"{c.get('case')}: {failed_runs_text(c)}" for c in cases
+                                      if c.get("runs_failed") and "runs_mbps" in c]),
+                ("figures an input was fitted to (not counted as agreement)",
+                 [_text(c.get("case")) for c in cases if c.get("fitted") and c.get("report_mbps") is not None]),
+                ("claims that do not hold", _notes_starting(cases, "fails")),
+                ("claims left unknown (the evidence is missing)", _notes_starting(cases, "unknown"))]
+    if not any(c.get("runs_failed") for c in cases):  # older documents: the error is all there is
+        sections[0] = ("runs that failed", [f"{c.get('case')}: {c['error']}" for c in cases if c.get("error")])
+    return "".join(f"<p class=\"small\">{escape(title)}:</p><ul class=\"notes\">"
+                   + "".join(f"<li>{escape(_text(n))}</li>" for n in notes) + "</ul>"
+                   for title, notes in sections if notes)
+
+
+def _notes_starting(cases: list[dict[str, Any]], answer: str) -> list[str]:
+    return [f"{_text(c.get('case'))}: {_text(n)}" for c in cases for n in c.get("claim_notes") or []
+            if str(n).startswith(answer)]
 
 
 def _stand_in(document: dict[str, Any], cases: list[dict[str, Any]]) -> str:
     """What stood in for the real board, and what that changes, from the document and the platforms."""
     stand_in = document.get("stand_in") if isinstance(document.get("stand_in"), dict) else {}
-    items = [(key, _text(stand_in[key])) for key in ("cpu", "nic", "honesty") if stand_in.get(key)]
+    items = [(label, _text(stand_in[key])) for key, label in (("cpu", "CPU"), ("nic", "NIC"), ("honesty", "honesty"))
+             if stand_in.get(key)]
     seen = {text for _, text in items}
     for name in dict.fromkeys(str(c["platform"]) for c in cases if c.get("platform")):
         honesty = _platform_honesty(name)
         if honesty and honesty not in seen:
-            items.append((f"{name}: honesty", honesty))
+            items.append((f"honesty (platform {name})", honesty))
             seen.add(honesty)
     if not items:
         return "<p class=\"small\">stand-in: not described</p>"
-    return "<dl>" + "".join(f"<dt><b>{escape(k)}</b></dt><dd>{escape(v)}</dd>" for k, v in items) + "</dl>"
+    return "<dl>" + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in items) + "</dl>"
 
 
 def _platform_honesty(name: str) -> str | None:
