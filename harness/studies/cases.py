@@ -60,7 +60,8 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     measured = [(f, r) for r in runs if (f := run_figure(r, result.direction)) is not None]
     result.runs_failed = raised + len(runs) - len(measured)
     if len(measured) < len(runs) and result.error is None:
-        result.error = (f"{len(runs) - len(measured)} of {len(runs)} runs reported no {result.direction} figure "
+        which = f"{result.direction} " if result.direction else ""
+        result.error = (f"no {which}figure in {len(runs) - len(measured)} of the {len(runs)} finished runs "
                         "(see the run folders' iperf logs)")
     if not measured:
         return
@@ -81,8 +82,8 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     # negotiated only when both SYNs carry the option; unknown without the SYN
     result.window_scaling = None if scaling.startswith("unknown") or not scaling else scaling == "negotiated"
     result.rtt_ms = analysis.rtt_ms
-    result.device_cpu_percent = _median_of([r.device_cpu.get("busy_percent") for _, r in measured])
-    result.us_per_segment = _median_of([r.device_cpu.get("us_per_segment") for _, r in measured])
+    result.device_cpu_percent = _median_of([(r.device_cpu or {}).get("busy_percent") for _, r in measured])
+    result.us_per_segment = _median_of([(r.device_cpu or {}).get("us_per_segment") for _, r in measured])
 
 
 def _median_of(values: list[float | None]) -> float | None:

@@ -316,7 +316,7 @@ def _table(document: dict[str, Any], band: float) -> list[str]:
     cases, unit = document["cases"], document.get("unit", "Mbit/s")
     width = max([22, *(len(c["case"]) + 1 for c in cases)])
     unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if _in_unit(document) else ""
-    header = (f"{'case':<{width}}{unit_head} {'report':>9} {_NETREPRO_HEAD:>33} {'delta %':>8} "
+    header = (f"{'case':<{width}}{unit_head} {'report':>9} {_NETREPRO_HEAD:>34} {'delta %':>8} "
               f"{'within ' + _percent(band):>11} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  "
               f"{'verdict':<20} mechanisms")
     rows = [_row(c, width, _in_unit(document)) for c in cases]
@@ -328,7 +328,7 @@ def _row(c: dict[str, Any], width: int, in_unit: bool) -> str:
     units = (f" {format_number(c.get('report_value')):>13} {format_number(c.get('median_in_unit')):>15}"
              if in_unit else "")
     mechanisms = _MECHANISMS[_answer(c)]
-    return (f"{c['case']:<{width}}{units} {_report_text(c['report_mbps']):>9} {_figure_text(c):>33} "
+    return (f"{c['case']:<{width}}{units} {_report_text(c['report_mbps']):>9} {_figure_text(c):>34} "
             f"{_delta_text(c.get('delta_pct')):>8} {_agrees_text(c):>11} {format_number(c['bound_mbps']):>7} "
             f"{format_number(c['device_mss']):>5} {window:>7} {format_number(c.get('device_cpu_percent')):>6} "
             f"{format_number(c.get('us_per_segment')):>7}  {c['verdict'] or '-':<20} {mechanisms}")
