@@ -12,6 +12,7 @@ import pytest
 
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
+from harness.core.progress import Progress
 from harness.link.units import parse_rate, parse_time
 from harness.rig.workload import DISCARD_BYTES
 from harness.studies.cases import CaseResult, summarise_runs
@@ -23,6 +24,7 @@ from harness.studies.reproduce import (
     format_report,
     judged_document,
     load_report,
+    repeat_runs,
     report_band,
     report_figure_mbps,
     report_names,
@@ -307,3 +309,23 @@ def test_failed_runs_are_counted_per_case_whether_they_raised_or_gave_no_figure(
     clean = CaseResult(case="c", platform="p", profile="q", link="l", workload="sock-rx", report_mbps=31)
     summarise_runs(clean, [_run(30.0), _run(32.0)])
     assert clean.runs_failed == 0 and clean.error is None
+
+
+def test_a_failed_run_is_counted_and_its_first_error_kept(tmp_path):
+    outcomes = iter([NetreproError("QEMU exited with status 1"), _run(30.0), NetreproError("boot timed out")])
+
+    def execute(run_dir: Path) -> RunResult:
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    found = repeat_runs(execute, "wifi rx before", tmp_path, 3, Progress(quiet=True))
+    assert len(found.runs) == 1 and found.error == "QEMU exited with status 1"
+    assert [Path(d).name for d in found.run_dirs] == [f"wifi-rx-before-{i}" for i in (1, 2, 3)]
+    result = CaseResult(case="c", platform="p", profile="q", link="l", workload="sock-rx", report_mbps=31,
+                        error=found.error, claim={"at_least_mbps": 25})
+    summarise_runs(result, found.runs, raised=len(found.run_dirs) - len(found.runs))
+    judge(result, {})
+    assert result.runs_failed == 2 and result.claim_holds is False
+    assert result.claim_notes[0] == "fails: 2 of 3 runs failed: QEMU exited with status 1"

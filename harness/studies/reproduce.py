@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
     root = make_run_dir(out, f"reproduce-{name}", "all")
     time = time or TimeChoice()
     results: dict[str, CaseResult] = {}
-    shared: dict[tuple, tuple[list[RunResult], list[str], str | None]] = {}
+    shared: dict[tuple, Repeats] = {}
     for spec in cases:
         results[spec["case"]] = _run_case(report, spec, root, tree, repeats,
                                           seconds or float(spec.get("seconds", report.get("seconds", 10))),
@@ -188,7 +189,7 @@ def _answer(case: dict[str, Any]) -> str | None:
 
 def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
               seconds: float, progress: Progress,
-              shared: dict[tuple, tuple[list[RunResult], list[str], str | None]],
+              shared: dict[tuple, Repeats],
               time: TimeChoice) -> CaseResult:
     platform = load_platform(spec.get("platform", report["platform"]))
     if "rx_overflow" in spec:
@@ -206,22 +207,38 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     if key not in shared:
         plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step),
                        LinkSpec.from_preset(platform.link_preset(spec["link"])), workload, time=platform.time(time))
-        runs, run_dirs, error = [], [], None
-        for i in range(repeats):
-            run_dir = root / f"{spec['case'].replace(' ', '-')}-{i + 1}"
-            run_dir.mkdir()
-            progress.step(f"{spec['case']}: run {i + 1} of {repeats}")
-            try:
-                runs.append(execute_trusted(plan, run_dir))
-            except NetreproError as exc:
-                error = error or str(exc)  # the first failure explains; later ones usually repeat it
-            run_dirs.append(str(run_dir))
-        shared[key] = (runs, run_dirs, error)
-    runs, result.run_dirs, result.error = shared[key][0], list(shared[key][1]), shared[key][2]
+        shared[key] = repeat_runs(lambda run_dir: execute_trusted(plan, run_dir), spec["case"], root, repeats,
+                                  progress)
+    runs, result.run_dirs, result.error = shared[key].runs, list(shared[key].run_dirs), shared[key].error
     summarise_runs(result, runs, raised=len(result.run_dirs) - len(runs))
     if result.median_mbps is not None and report.get("unit_bytes"):
         result.median_in_unit = round(result.median_mbps * 1e6 / 8 / int(report["unit_bytes"]), 1)
     return result
+
+
+@dataclass
+class Repeats:
+    """One configuration's runs, shared by the cases that run it (the two directions of one iperf -r)."""
+
+    runs: list[RunResult]     # the runs that finished
+    run_dirs: list[str]       # every run's folder, finished or not
+    error: str | None = None  # the first failure's message
+
+
+def repeat_runs(execute: Callable[[Path], RunResult], case: str, root: Path, repeats: int,
+                progress: Progress) -> Repeats:
+    """Run `repeats` times, each in its own folder; a run that fails is counted, not fatal."""
+    found = Repeats([], [])
+    for i in range(repeats):
+        run_dir = root / f"{case.replace(' ', '-')}-{i + 1}"
+        run_dir.mkdir()
+        progress.step(f"{case}: run {i + 1} of {repeats}")
+        try:
+            found.runs.append(execute(run_dir))
+        except NetreproError as exc:
+            found.error = found.error or str(exc)  # the first failure explains; later ones usually repeat it
+        found.run_dirs.append(str(run_dir))
+    return found
 
 
 def case_direction(spec: dict[str, Any]) -> str | None:
