@@ -21,6 +21,13 @@ their runs, and each is judged on its own direction's figure and connection.
 A report that gives figures in another unit (the Ethernut's KB/s) says so with `unit` and
 `unit_bytes` (what a K is taken to be) and gives each case's `report_value` in that unit; every
 figure is still compared and written in Mbit/s, and the table shows both.
+
+Every case with a report figure is judged against it apart from its claim: `delta_pct` (signed, of
+netrepro's median against the figure; a range counts 0 inside it, else the distance to its nearer
+end) and `agrees` (within the report's `band`, default 0.15). The report's [[inputs]] say what
+the model was given and where each value came from: "report" (source), "assumed" (why, range) or
+"fitted" (from, cases); a figure an input was fitted to is `fitted` and not counted as agreement.
+A check that lacks its evidence is unknown, and a failed run fails its case's claim and agreement.
 """
 
 from __future__ import annotations
