@@ -10,6 +10,9 @@ busy    the N6 case again with two busy processes beside it (one per core) and w
 knob    a spin loop of a known instruction count takes its modelled device time; halving --mips
         lowers a CPU-bound case (RT1060 ethernet rx, MSS 800) and leaves a window-bound one (N6
         wifi rx before) where it was.
+dilation  the same cases at twice the dilation (--host-mips 125): Linux's own TCP timers (delayed
+        ACK, minimum RTO) are not stretched, so they look D times shorter to the board; if they
+        set any pace, the figures would move with D.
 
 Writes benchmarks/results/device-time-repeat.json and .md (each part kept when another is rerun).
 """
@@ -142,6 +145,22 @@ def part_knob(seconds: float) -> dict:
     return out
 
 
+DILATION_CASES = {"n6_wifi_sock_rx_after": ("openmv-n6", "mp-n6-after", "wifi", "sock-rx"),
+                  "n6_ethernet_sock_rx_after": N6_CASE,
+                  "xbox_ethernet_rx_nvnetdrv": ("xbox", "nxdk-nvnetdrv", "ethernet", "rx")}
+
+
+def part_dilation(seconds: float) -> dict:
+    out = {}
+    for label, case in DILATION_CASES.items():
+        runs = {str(h): [one_run(*case, seconds, TimeChoice("device", host_mips=h)) for _ in range(3)]
+                for h in (250, 125)}
+        a, b = spread(runs["250"]), spread(runs["125"])
+        out[label] = {"host_250": {"runs": runs["250"], **a}, "host_125": {"runs": runs["125"], **b},
+                      "ratio": round(b["median"] / a["median"], 3) if a["median"] and b["median"] else None}
+    return out
+
+
 def write(results: dict) -> None:
     path = RESULTS / "device-time-repeat.json"
     stored = json.loads(path.read_text()) if path.is_file() else {}
@@ -186,6 +205,14 @@ def markdown(r: dict) -> str:
             lines.append(f"| {label} | {c['full_mips']:g} | {c['full']['median']} | {c['full_mips'] / 2:g} | "
                          f"{c['half']['median']} | {c['half_over_full']} |")
         lines.append("")
+    if "dilation" in r:
+        lines += ["## Linux's timers are not stretched: does D move a figure?", "",
+                  "| case | host 250 MIPS: median (D kept) | host 125 MIPS: median (D kept) | ratio |",
+                  "|---|---|---|---|"]
+        for label, c in r["dilation"].items():
+            lines.append(f"| {label} | {c['host_250']['median']} ({_dks(c['host_250']['runs'])}) | "
+                         f"{c['host_125']['median']} ({_dks(c['host_125']['runs'])}) | {c['ratio']} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -201,10 +228,10 @@ def _dks(runs: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("repeat", "busy", "knob", "all"), default="all")
+    parser.add_argument("--part", choices=("repeat", "busy", "knob", "dilation", "all"), default="all")
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
-    parts = {"repeat": part_repeat, "busy": part_busy, "knob": part_knob}
+    parts = {"repeat": part_repeat, "busy": part_busy, "knob": part_knob, "dilation": part_dilation}
     for name, fn in parts.items():
         if args.part in (name, "all"):
             write({name: fn(args.seconds)})

@@ -36,7 +36,7 @@ def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload=
                 "bound_mbps": round(window[0] * 8 / rtt_ms / 1e3, 3), "data_direction": direction,
                 "retransmissions": 0, "rto_retransmissions": 0}
     return SimpleNamespace(throughput_mbps=mbps, analysis=AnalysisSummary.from_dict(analysis),
-                           options=dict(options or N6_OPTIONS),
+                           options=dict(options or N6_OPTIONS), device_cpu={"busy_percent": 12.5},
                            link=link or _link(), workload={"name": workload})
 
 

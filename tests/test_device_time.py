@@ -94,3 +94,26 @@ def test_a_qemu_that_refuses_its_arguments_is_one_line(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("netrepro: error: QEMU exited at start: ") and "align=on and sleep=off" in error
+
+
+def test_calibrate_saves_the_host_rate_device_time_then_uses(n6, no_leftovers, tmp_path, monkeypatch):
+    monkeypatch.setenv("NETREPRO_CALIBRATION", str(tmp_path / "calibration"))  # this test's own
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "calibrate", "openmv-n6", "--seconds", "1", "--json",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CI": "true"})
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["free_mips"] > 0 and got["model_mips"] == 800
+    assert got["kept_dilation"] >= 0.97 * got["planned_dilation"] == 0.97 * 3.2
+    # the chosen rate is one QEMU counts at, not above what the host sustained under load
+    assert got["host_mips"] == 1000 / 2 ** got["icount_shift"] <= min(got["sustained_mips"], got["free_mips"])
+    time = n6.time(TimeChoice("device"))
+    assert (time.host_mips, time.host_mips_source) == (got["host_mips"], "calibrated")
+    assert n6.time(TimeChoice("device", host_mips=250)).host_mips_source == "--host-mips"
+
+
+def test_calibrating_a_self_paced_board_is_one_line():
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "calibrate", "ethernut2", "--quiet"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "CI": "true"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "paces its clock itself" in proc.stderr.strip().splitlines()[-1]

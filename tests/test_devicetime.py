@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.core.errors import NetreproError
-from harness.rig.devicetime import HOST_MIPS_ENV, CpuModel, DeviceTime, icount_shift, plan_time
+from harness.rig.devicetime import HOST_MIPS_ENV, CpuModel, DeviceTime, TimeChoice, icount_shift, plan_time
 from harness.rig.platform import load_platform
 from harness.rig.workload import Transfer
 
@@ -40,8 +40,16 @@ def test_the_model_and_the_host_rate_are_knobs(monkeypatch):
     assert plan_time("simavr", CpuModel(14.7456, 1.0, 14.7456, "t"), "device", host_mips=7.3728).dilation == 2.0
 
 
-def test_host_mode_is_the_default_until_the_reports_are_rerun():
-    assert plan_time("qemu", M55).mode == "host"
+def test_device_time_is_the_default_and_host_time_is_asked_for():
+    assert plan_time("qemu", M55).mode == "device" == TimeChoice().mode
+    assert plan_time("qemu", M55, "host") == DeviceTime("host")
+
+
+def test_no_realtime_is_planned_and_kept_through_a_repeat():
+    time = TimeChoice("device", realtime=False).for_platform("qemu", M55)
+    assert time.realtime_priority is False and not time.favoured
+    assert time.slower().realtime_priority is False
+    assert TimeChoice("device").for_platform("qemu", M55).favoured
 
 
 def test_a_lagging_run_is_repeated_at_twice_the_dilation():

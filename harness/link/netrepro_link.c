@@ -599,8 +599,8 @@ static ns_t wall_of(ns_t mono) { return g_wall0 + (ns_t)((double)(mono - g_t0) /
  * Link time: the time base of every due time, rate and timestamp here, in nanoseconds that pass
  * as wall nanoseconds would if the board kept exactly to its dilation D (a board second is
  * D * 1e9 of them).  Open loop it is the monotonic clock since start.  With --board-clock the
- * board reports its own clock, one byte per board millisecond (the tick count's low byte) on a
- * serial port of the emulator, and link time follows it: when the emulator falls behind
+ * board reports its own clock, one byte per tick of its timer (--board-clock-per-ms ticks a board
+ * millisecond; the tick count's low byte) on a serial port of the emulator, and link time follows it: when the emulator falls behind
  * wall / D (the host is busy, or the emulated NIC costs the host more than its instructions
  * count), the link slows with the board, so delays, rates and timestamps stay in the board's
  * time whatever the host does.  Between ticks link time runs on at a slope aimed to meet the
@@ -625,6 +625,7 @@ struct board_clock {
     double last_v;           /* link_now() never returns less */
 };
 static struct board_clock g_clk = {.listen_fd = -1, .fd = -1, .slope = 1.0, .cap = INFINITY};
+static double g_clock_per_ms = 1.0; /* the board's clock ticks a board ms (--board-clock-per-ms) */
 
 static double link_at(ns_t m)
 {
@@ -696,7 +697,7 @@ static void clock_read(void)
     }
     if (r <= 0)
         return;
-    const double board_ms = g_dilation * 1e6; /* link ns in a board ms */
+    const double board_ms = g_dilation * 1e6 / g_clock_per_ms; /* link ns in one of the board's ticks */
     ssize_t i = 0;
     if (!g_clk.ticking) { /* the first tick is now: the board's time is what the link thought */
         g_clk.ticking = 1;
@@ -1815,8 +1816,9 @@ static void help(void)
          "                     [--to-device SPEC] [--to-peer SPEC] [--pcap PATH] [--drops PATH] [--stats PATH]\n"
          "                     [--spin-us N] [--spin-budget FRACTION] [--max-inflight N] [--rt-priority N] [--nice N]\n"
          "                     [--dilation D]   (device time: wall seconds per second of the board's time)\n"
-         "                     [--board-clock PATH] (listen here for the board's clock, a byte per board ms:\n"
+         "                     [--board-clock PATH] (listen here for the board's clock, a byte per tick:\n"
          "                                           link time then follows the board, not the wall)\n"
+         "                     [--board-clock-per-ms N] (the board's clock ticks N times a board ms; default 1)\n"
          "                     [--no-defer] [--hold-capture-mib N] [--die-with-parent] [--LINK-WIDE-KEY VALUE]");
     printf("link-wide keys:%s\n"
            "SPEC: key=value,key=value,... (a list continues after a comma: drop=data:3,syn:1) with the keys:\n"
@@ -1923,6 +1925,9 @@ int main(int argc, char **argv)
                 usage_error("--dilation: bad value '%s' (wall seconds per board second, 0.001..1000)", val);
         } else if (FLAG("--board-clock")) {
             clock_path = val;
+        } else if (FLAG("--board-clock-per-ms")) {
+            if (parse_double(val, &g_clock_per_ms) || !(g_clock_per_ms >= 1 && g_clock_per_ms <= 1000))
+                usage_error("--board-clock-per-ms: bad value '%s' (ticks a board ms, 1..1000)", val);
         } else if (FLAG("--max-inflight")) {
             if (parse_u64(val, &g_max_inflight) || g_max_inflight == 0)
                 usage_error("--max-inflight: bad value '%s'", val);

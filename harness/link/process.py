@@ -87,6 +87,7 @@ class Link:
         hold_capture_mib: int = 256,
         dilation: float = 1.0,
         board_clock: str | Path | None = None,
+        board_clock_per_ms: int = 1,
         extra_args: Sequence[str] = (),
     ) -> None:
         if (tap is None) == (peer_sock is None or peer_remote is None):
@@ -108,6 +109,7 @@ class Link:
         self.hold_capture_mib = hold_capture_mib
         self.dilation = dilation  # device time: every setting and timestamp stays in the board's time
         self.board_clock = Path(board_clock) if board_clock is not None else None  # the board's tick socket
+        self.board_clock_per_ms = board_clock_per_ms  # its ticks a board ms
         self.extra_args = list(extra_args)
         self.proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
@@ -141,7 +143,7 @@ class Link:
         if self.dilation != 1.0:
             cmd += ["--dilation", f"{self.dilation:.9g}"]
         if self.board_clock is not None:  # link time follows the board's clock, not wall / D
-            cmd += ["--board-clock", str(self.board_clock)]
+            cmd += ["--board-clock", str(self.board_clock), "--board-clock-per-ms", str(self.board_clock_per_ms)]
         cmd += [
             "--to-device", self.spec.to_device.cli(),
             "--to-peer", self.spec.to_peer.cli(),

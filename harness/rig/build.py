@@ -26,6 +26,7 @@ from pathlib import Path
 
 from harness.core.cache import cache_dir, content_hash, tree_files
 from harness.core.errors import NetreproError
+from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS
 from harness.rig.platform import PROJECT_ROOT, Platform
 from harness.rig.profile import (
     Macro,
@@ -131,6 +132,7 @@ def generated_files(platform: Platform) -> dict[str, str]:
         f"#define NIC_BASE {int(platform.nic['base']):#010x}u",
         f"#define NIC_IRQ {int(platform.nic['irq'])}",
     ]
+    config.append(f"#define BOARD_CLOCK_SUBTICKS {CLOCK_SUBTICKS_PER_MS}u")  # timer interrupts a board ms
     if platform.clock_port:  # the serial port the tick sends the board's clock on (device time)
         config.append(f"#define CLOCK_PORT_BASE {int(platform.clock_port['base']):#010x}u")
     regions = [f"  {r.role.upper():<5} ({'rx' if r.role == 'code' else 'rwx'}) : "

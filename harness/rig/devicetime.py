@@ -28,8 +28,13 @@ from harness.core.cache import cache_dir
 from harness.core.errors import NetreproError
 
 TIME_MODES = ("device", "host")
-DEFAULT_MODE = "host"  # until every report has been rerun in device time
+DEFAULT_MODE = "device"  # figures measure the board; --time host for quick, host-dependent iteration
 HOST_MIPS_ENV = "NETREPRO_HOST_MIPS"
+CALIBRATION_ENV = "NETREPRO_CALIBRATION"  # where calibrations are kept (default: the cache's calibration/)
+# The board's clock port sends a byte this many times a board ms (its timer interrupts that often):
+# the finer it is, the sooner the link sees the board stop (a descheduled emulator) and stops with it,
+# before it hands the NIC frames the board cannot take.
+CLOCK_SUBTICKS_PER_MS = 8
 MAX_ICOUNT_SHIFT = 10  # 1000 / 2^10 ~ 1 MIPS: slower than that, a run would take hours
 
 
@@ -172,7 +177,9 @@ def _host_rate(given: float | None, cpu: CpuModel, platform: str | None) -> tupl
 
 def calibration_path(platform: str) -> Path:
     """Where `netrepro calibrate PLATFORM` keeps what it measured on this host."""
-    return cache_dir("calibration") / f"{platform}.json"
+    folder = Path(os.environ[CALIBRATION_ENV]) if os.environ.get(CALIBRATION_ENV) else cache_dir("calibration")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{platform}.json"
 
 
 def calibrated_host_mips(platform: str) -> float | None:

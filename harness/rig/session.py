@@ -20,7 +20,7 @@ from harness.core.progress import Progress
 from harness.link import BoardClockCounters, Link, LinkCounters, LinkSpec, parse_rate
 from harness.rig.build import Firmware
 from harness.rig.console import Console
-from harness.rig.devicetime import DeviceTime
+from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS, DeviceTime
 from harness.rig.engine import Engine, NicBackend, make_engine
 from harness.rig.peer import TAP_NAME, Addresses, Namespace
 from harness.rig.platform import Platform
@@ -91,10 +91,11 @@ class Session:
                          clock=self.sock_dir / "clock.sock" if follows else None)
         self.progress.step("starting the peer namespace and the link")
         self.namespace = Namespace(self.run_dir).start()
+        priority = {} if self.time.favoured else {"rt_priority": None, "nice": None}  # --no-realtime
         self.link = Link(self.link_run, device_sock=nic.remote,
                          device_remote=nic.local, run_dir=self.run_dir,
                          tap=TAP_NAME, prefix=self.namespace.prefix(), dilation=self.time.dilation,
-                         board_clock=nic.clock, **({} if self.time.favoured else {"rt_priority": None, "nice": None}))
+                         board_clock=nic.clock, board_clock_per_ms=CLOCK_SUBTICKS_PER_MS, **priority)
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "

@@ -18,11 +18,15 @@ void clock_port_send(uint8_t count);
 #define NS_PER_MS 1000000u
 
 static volatile uint32_t ticks_ms;
+static volatile uint32_t subtick; /* 0 .. BOARD_CLOCK_SUBTICKS - 1 within the board's ms */
 
-/* The tick's period in SysTick counts (RVR + 1), and the nanoseconds one
-   count lasts as 32.32 fixed point, so board_time_ns() converts the current
-   count with a multiply, not a 64-bit division on every idle wait. Changed
-   only with interrupts masked, at a tick boundary. */
+/* The timer interrupts BOARD_CLOCK_SUBTICKS times a board ms (so the clock
+   port resolves an eighth of a ms); its period in SysTick counts (RVR + 1),
+   and the nanoseconds one count lasts as 32.32 fixed point, so
+   board_time_ns() converts the current count with a multiply, not a 64-bit
+   division on every idle wait. Changed only with interrupts masked, at a
+   tick boundary. */
+#define NS_PER_SUBTICK (NS_PER_MS / BOARD_CLOCK_SUBTICKS)
 static uint32_t tick_period;
 static uint64_t tick_ns_q32;
 static uint32_t tick_milli;
@@ -32,10 +36,13 @@ static volatile int clock_port_on;
 
 void systick_handler(void)
 {
-  ticks_ms++;
+  if (++subtick == BOARD_CLOCK_SUBTICKS) {
+    subtick = 0;
+    ticks_ms++;
+  }
 #ifdef CLOCK_PORT_BASE
   if (clock_port_on) {
-    clock_port_send((uint8_t)ticks_ms);
+    clock_port_send((uint8_t)(ticks_ms * BOARD_CLOCK_SUBTICKS + subtick));
   }
 #endif
 }
@@ -62,13 +69,21 @@ uint32_t board_ms(void)
 static void tick_set_period(uint32_t period, uint32_t milli)
 {
   tick_period = period;
-  tick_ns_q32 = ((uint64_t)NS_PER_MS << 32) / period;
+  tick_ns_q32 = ((uint64_t)NS_PER_SUBTICK << 32) / period;
   tick_milli = milli;
+}
+
+/* The timer's period for a dilation: one board ms lasts milli/1000 ms of
+   its input clock, in BOARD_CLOCK_SUBTICKS interrupts. */
+static uint32_t tick_period_for(uint32_t milli)
+{
+  return (uint32_t)(((uint64_t)CPU_HZ * milli + 500000u * BOARD_CLOCK_SUBTICKS) /
+                    (1000000u * BOARD_CLOCK_SUBTICKS));
 }
 
 static void systick_init(void)
 {
-  tick_set_period(CPU_HZ / 1000u, 1000u);
+  tick_set_period(tick_period_for(1000u), 1000u);
   SYST_RVR = tick_period - 1u;
   SYST_CVR = 0;
   SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
@@ -77,7 +92,7 @@ static void systick_init(void)
 /* The largest dilation whose period fits SysTick's 24-bit reload. */
 static uint32_t tick_max_milli(void)
 {
-  return (uint32_t)(((uint64_t)SYST_RVR_MAX + 1u) * 1000000u / CPU_HZ);
+  return (uint32_t)(((uint64_t)SYST_RVR_MAX + 1u) * 1000000u * BOARD_CLOCK_SUBTICKS / CPU_HZ);
 }
 
 void board_get_tick(struct board_tick *out)
@@ -96,13 +111,13 @@ int board_set_tick_dilation(uint32_t milli)
   if (milli < BOARD_TICK_MIN_MILLI || milli > tick_max_milli()) {
     return BOARD_TICK_RANGE;
   }
-  period = (uint32_t)(((uint64_t)CPU_HZ * milli + 500000u) / 1000000u);
+  period = tick_period_for(milli);
   /* Switch just after a tick, so the tick in progress is not cut short (the
      board's ms and fine clock stay continuous to within the handler's
      latency). Writing CVR clears the count; SysTick reloads from the new RVR
      on the next clock edge without raising the exception. */
-  t = ticks_ms;
-  while (ticks_ms == t) {
+  t = subtick;
+  while (subtick == t) {
   }
   irq = board_irq_save();
   SYST_RVR = period - 1u;
@@ -117,13 +132,13 @@ int board_set_tick_dilation(uint32_t milli)
 
 /* With interrupts masked the SysTick handler cannot run, so a wrap since the
    last tick shows as the pending exception (ICSR.PENDSTSET) instead of in
-   ticks_ms. The count is read again when the wrap is seen, because it may
-   have happened between the two reads; either way the count read last
+   the tick counters. The count is read again when the wrap is seen, because
+   it may have happened between the two reads; either way the count read last
    belongs to the tick the pending flag says. */
 uint64_t board_time_ns(void)
 {
   uint32_t irq = board_irq_save();
-  uint32_t ticks = ticks_ms;
+  uint64_t ticks = (uint64_t)ticks_ms * BOARD_CLOCK_SUBTICKS + subtick;
   uint32_t count = SYST_CVR;
   uint64_t ns;
 
@@ -131,7 +146,7 @@ uint64_t board_time_ns(void)
     count = SYST_CVR;
     ticks++;
   }
-  ns = (uint64_t)ticks * NS_PER_MS + (((uint64_t)(tick_period - 1u - count) * tick_ns_q32) >> 32);
+  ns = ticks * NS_PER_SUBTICK + (((uint64_t)(tick_period - 1u - count) * tick_ns_q32) >> 32);
   if (ns < last_ns) {
     ns = last_ns;
   }

@@ -15,7 +15,6 @@
 /* The PIT's input clock; 1193 counts is 1.00015 ms, close enough for lwIP's
    timers and the 5 ms polling the pktdrv design uses. */
 #define PIT_HZ        1193182u
-#define PIT_DIVISOR   ((PIT_HZ + 500u) / 1000u)
 
 #define COM1_PORT     0x3F8u
 
