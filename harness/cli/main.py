@@ -179,7 +179,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet or args.json)
     document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
-                         progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args))
+                         progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args),
+                         command="netrepro " + " ".join(sys.argv[1:]))
     print(json.dumps(document, indent=2) if args.json else format_report(document))
     if args.html:
         page = write_report_page(document, args.html, command=" ".join(sys.argv))

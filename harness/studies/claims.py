@@ -181,3 +181,13 @@ CHECKS: dict[str, Callable[[CaseResult, Any, dict], Outcome]] = {
     "at_least_mbps": _check_at_least,
     "link_limited_or_within": _check_link, "within_of_report": _check_within_report, "ratio_to": _check_ratio,
 }
+
+
+def percent(band: float) -> str:
+    return f"{band * 100:g} %"
+
+
+def summary_line(counts: dict[str, int], band: float) -> str:
+    """The line that closes a report's table: agreement with the report, mechanisms, failures."""
+    return (f"{counts['agree']} of {counts['figures']} report figures agree within {percent(band)}; "
+            f"mechanisms {counts['hold']} of {counts['mechanisms']} hold; {counts['fail']} cases fail")

@@ -19,8 +19,7 @@ from harness import __version__
 from harness.core.errors import NetreproError
 from harness.rig.platform import load_platform
 from harness.studies.cases import format_number
-from harness.studies.claims import DEFAULT_BAND, failed_runs_text
-from harness.studies.reproduce import summary_line
+from harness.studies.claims import DEFAULT_BAND, failed_runs_text, summary_line
 
 PLOTS = (("timeseq", "time / sequence"), ("goodput", "goodput"), ("window", "window and bytes in flight"))
 NO_PLOT = '<div class="noplot">no plot</div>'

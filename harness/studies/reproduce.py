@@ -49,7 +49,17 @@ from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, Workload
 from harness.studies.cases import CaseResult, format_number, summarise_runs
-from harness.studies.claims import CHECKS, DEFAULT_BAND, agreement, claim_result, failed_runs_text, judge
+from harness.studies.claims import (
+    CHECKS,
+    DEFAULT_BAND,
+    agreement,
+    claim_result,
+    failed_runs_text,
+    judge,
+    percent,
+    summary_line,
+)
+from harness.studies.report_page import write_report_page
 from harness.studies.run import RunPlan, RunResult, execute_trusted
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
@@ -127,8 +137,10 @@ def fitted_cases(report: dict[str, Any]) -> set[str]:
 
 def reproduce(name: str, out: Path | None = None, repeats: int | None = None, seconds: float | None = None,
               only: list[str] | None = None, progress: Progress | None = None,
-              lwip_tree_path: str | None = None, time: TimeChoice | None = None) -> dict[str, Any]:
-    """Run every case of the report; returns the document (report, inputs, cases, summary) and writes it as JSON."""
+              lwip_tree_path: str | None = None, time: TimeChoice | None = None,
+              command: str | None = None) -> dict[str, Any]:
+    """Run every case of the report; returns the document (report, inputs, cases, summary) and writes it as JSON,
+    as the text table and as the page to share (reproduce.html; `command` is what it says produced it)."""
     progress = progress or Progress(quiet=True)
     report = load_report(name)
     cases = selected_cases(report, name, only)  # before anything is built or made: a typo costs nothing
@@ -152,6 +164,7 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
                 **judged_document(report, list(results.values()))}
     (root / "reproduce.json").write_text(json.dumps(document, indent=2) + "\n")
     (root / "reproduce.txt").write_text(format_report(document) + "\n")
+    write_report_page(document, root / "reproduce.html", command=command)
     return document
 
 
@@ -286,10 +299,6 @@ def format_report(document: dict[str, Any]) -> str:
     return "\n".join(lines + _notes(document["cases"]))
 
 
-def _percent(band: float) -> str:
-    return f"{band * 100:g} %"
-
-
 def _preamble(document: dict[str, Any], band: float) -> list[str]:
     unit, unit_bytes = document.get("unit", "Mbit/s"), document.get("unit_bytes")
     scale = f"; report figures in {unit}, 1 K = {unit_bytes} B, converted to Mbit/s" if _in_unit(document) else ""
@@ -300,7 +309,7 @@ def _preamble(document: dict[str, Any], band: float) -> list[str]:
         lines.append(f"stand-in: {stand_in.get('cpu')}; NIC: {stand_in.get('nic')}")
     if document.get("note"):
         lines.append(f"note: {document['note']}")
-    pct = _percent(band)
+    pct = percent(band)
     lines.append(f"agreement: a report figure agrees when netrepro's median is within {pct} of it (a range: inside "
                  f"it or within {pct} of its ends; the report file's band); a figure an input was fitted to is "
                  "marked fitted and not counted")
@@ -341,7 +350,7 @@ def _table(document: dict[str, Any], band: float) -> list[str]:
     width = max([22, *(len(c["case"]) + 1 for c in cases)])
     unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if _in_unit(document) else ""
     header = (f"{'case':<{width}}{unit_head} {'report':>9} {_NETREPRO_HEAD:>34} {'delta %':>8} "
-              f"{'within ' + _percent(band):>11} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  "
+              f"{'within ' + percent(band):>11} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  "
               f"{'verdict':<20} mechanisms")
     rows = [_row(c, width, _in_unit(document)) for c in cases]
     return [header, "-" * len(header), *rows, "-" * len(header), summary_line(summary(cases), band)]
@@ -386,11 +395,6 @@ def _agrees_text(c: dict[str, Any]) -> str:
     if c.get("fitted") and c["report_mbps"] is not None:
         return "fitted"
     return {True: "yes", False: "no", None: "-"}[c.get("agrees")]
-
-
-def summary_line(counts: dict[str, int], band: float) -> str:
-    return (f"{counts['agree']} of {counts['figures']} report figures agree within {_percent(band)}; "
-            f"mechanisms {counts['hold']} of {counts['mechanisms']} hold; {counts['fail']} cases fail")
 
 
 def _notes(cases: list[dict[str, Any]]) -> list[str]:
