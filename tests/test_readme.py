@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,24 @@ def test_outside_check_finds_each_word(tmp_path):
     bad.write_text("\n".join(f"# see {word}" for word in OUTSIDE) + "\n")
     found = outside_references([good, bad], root=tmp_path)
     assert len(found) == len(OUTSIDE) and all(f.startswith("bad.toml:") for f in found)
+
+
+def test_the_readme_report_tables_are_the_stored_results():
+    """Each table the README quotes is the one its stored result holds (tools/readme_tables.py rewrites them)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_tables.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_readme_table_that_differs_from_its_stored_result_is_named(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import readme_tables
+    finally:
+        sys.path.pop(0)
+    text = (ROOT / "README.md").read_text()
+    stored = re.findall(r"stored:\s*(benchmarks/results/reproduce-[\w.-]+\.md)", text)
+    assert stored, "the README quotes stored report tables"
+    first_row = readme_tables.stored_table(ROOT / stored[0])[2]
+    changed_text, changed = readme_tables.rewritten(text.replace(first_row, first_row.replace("  ", " x", 1), 1))
+    assert changed == [stored[0]] and changed_text == readme_tables.rewritten(text)[0]
