@@ -1,0 +1,525 @@
+"""Sensitivity: how far each figure moves when one assumed input goes to an end of its plausible range.
+
+A report's [[inputs]] say which values netrepro assumed, their plausible `range = [low, high]` and
+where netrepro uses them (`sets = "FILE: KEY"`). For each assumed input, every case of the
+reproduction that depends on it runs again with that input at the low end of its range, then at the
+high end, every other input at its value, through the steps reproduce takes for a case (its board,
+firmware, link preset and workload; RunPlan and execute_trusted; repeat_runs; summarise_runs), and
+its median is set beside the reproduction's (the baseline):
+
+    platforms/P.toml: links.L.rate / .rtt  the cases on board P over link preset L: that preset's rate or RTT
+                                           (the input in Mbit/s or ms, the preset in tc's "43mbit", "5.5ms")
+    platforms/P.toml: nic.KEY              every case on board P: Platform.with_nic(KEY=value), for
+                                           rx_burst_frames and rx_overflow_frames (the other one held at
+                                           its effective value: rx_overflow_frames defaults to max(2, burst))
+    platforms/P.toml: cpu.ipc              every case on board P, in device time: --mips = clock_mhz * ipc
+    reports/R.toml: chunk                  the cases whose workload writes or reads in chunks (discard,
+                                           sock-*) and that give no chunk of their own
+
+An end equal to the input's value is the baseline itself and is not run again. An assumed input that
+cannot be varied is listed as not varied with the reason (e.g. the Ethernut's bytes in a K, which
+converts the report's figures and changes no run), never skipped silently. A case "hangs on" an
+input when an end of its range moved the case's median by more than the report's band.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import NetreproError
+from harness.core.progress import Progress
+from harness.link import LinkSpec, parse_rate, parse_time
+from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.devicetime import TimeChoice
+from harness.rig.platform import Platform, load_platform
+from harness.rig.profile import resolve_profile
+from harness.rig.workload import Workload
+from harness.studies.cases import CaseResult, summarise_runs
+from harness.studies.claims import DEFAULT_BAND, percent
+from harness.studies.reproduce import Repeats, case_direction, load_report, repeat_runs
+from harness.studies.run import RunPlan, RunResult, execute_trusted
+
+CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
+NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
+LINK_KEYS = ("rate", "rtt")
+DEFAULT_CHUNK = 1460                                  # Workload's chunk when neither case nor report gives one
+ENDS = ("low", "high")
+_RATE_UNITS = {"bit/s": "bit", "kbit/s": "kbit", "Mbit/s": "mbit", "Gbit/s": "gbit"}  # input unit -> tc's
+_TIME_UNITS = {"s": "s", "ms": "ms", "us": "us"}
+_WHOLE_UNITS = {"nic": "frames", "chunk": "B"}
+_SETS = re.compile(r"^(platforms|reports)/([A-Za-z0-9_.-]+)\.toml:\s*([A-Za-z0-9_.]+)$")
+
+
+class Unvaried(Exception):
+    """Why an assumed input cannot be varied (one line, shown as "not varied: <why>")."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an input's value goes, read from its `sets`."""
+
+    kind: str                # "link", "nic", "cpu" or "chunk"
+    owner: str               # the platform (platforms/OWNER.toml) or the report (reports/OWNER.toml)
+    key: str                 # rate or rtt, the [nic] key, ipc, chunk
+    link: str | None = None  # the link preset (kind "link")
+
+
+@dataclass(frozen=True)
+class Varied:
+    """An assumed input netrepro varies: its value and range in the report's unit, and as netrepro sets them."""
+
+    name: str
+    value: float
+    unit: str | None
+    low: float
+    high: float
+    sets: str
+    target: Target
+    settings: dict[str, Any]  # "value", "low", "high" -> as set (e.g. "25mbit", 4, 0.5)
+    note: str | None = None   # the reproduction did not run at the input's value
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One case's run as reproduce makes it, with at most one input changed."""
+
+    case: str
+    platform: Platform
+    profile: str
+    link: str  # the link preset
+    workload: Workload
+    time: TimeChoice
+
+    def link_spec(self) -> Any:
+        return LinkSpec.from_preset(self.platform.link_preset(self.link))
+
+    def key(self) -> tuple[str, ...]:
+        """What makes two setups the same run (a two-way workload's two cases share their runs)."""
+        return (self.platform.name, self.profile, self.link, repr(self.platform.links.get(self.link)),
+                repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time))
+
+
+Execute = Callable[[Setup, Path], RunResult]  # one run of a setup in a run folder
+
+
+class RealRun:
+    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan and execute_trusted,
+    as reproduce runs a case."""
+
+    def __init__(self, lwip_tree_path: str | None, progress: Progress) -> None:
+        self.tree_path, self.progress = lwip_tree_path, progress
+        self.plans: dict[tuple[str, ...], RunPlan] = {}
+
+    def __call__(self, setup: Setup, run_dir: Path) -> RunResult:
+        return execute_trusted(self.plan(setup), run_dir)
+
+    def plan(self, setup: Setup) -> RunPlan:
+        if setup.key() not in self.plans:
+            platform = setup.platform
+            firmware = build_firmware(platform, resolve_profile(platform, setup.profile), lwip_tree(self.tree_path),
+                                      self.progress.step)
+            self.plans[setup.key()] = RunPlan(platform, firmware, setup.link_spec(), setup.workload,
+                                              time=platform.time(setup.time))
+        return self.plans[setup.key()]
+
+
+# ------------------------------------------------------------------ where an input goes
+
+
+def parse_sets(sets: str | None) -> Target:
+    """An input's `sets` ("FILE: KEY") as the place netrepro puts its value; Unvaried when it has none."""
+    if not sets:
+        raise Unvaried("the report does not say where netrepro uses it (no sets)")
+    match = _SETS.match(sets.strip())
+    if not match:
+        raise Unvaried(f"sets '{sets}' is not 'platforms/P.toml: KEY' or 'reports/R.toml: KEY'")
+    folder, owner, key = match.groups()
+    if folder == "reports":
+        if key == "chunk":
+            return Target("chunk", owner, key)
+        raise Unvaried(f"the report key {key} is not one netrepro varies (chunk is)")
+    parts = key.split(".")
+    if parts[0] == "links" and len(parts) == 3 and parts[2] in LINK_KEYS:
+        return Target("link", owner, parts[2], parts[1])
+    if parts[0] == "nic" and len(parts) == 2 and parts[1] in NIC_KEYS:
+        return Target("nic", owner, parts[1])
+    if key == "cpu.ipc":
+        return Target("cpu", owner, "ipc")
+    raise Unvaried(f"{key} is not a key netrepro varies (links.NAME.rate, links.NAME.rtt, "
+                   f"nic.{', nic.'.join(NIC_KEYS)}, cpu.ipc)")
+
+
+def setting(target: Target, value: float, unit: str | None) -> str | int | float:
+    """The value as netrepro's file takes it: a tc rate or time for a link preset ("43mbit", "5.5ms"), a whole
+    number of frames or bytes, an IPC."""
+    if target.kind == "link":
+        table, word = (_RATE_UNITS, "rate") if target.key == "rate" else (_TIME_UNITS, "RTT")
+        if unit not in table:
+            raise Unvaried(f"a link {word} in {unit or 'no unit'} is not converted (give it in {', '.join(table)})")
+        return f"{format(value, '.12g')}{table[unit]}"
+    if target.kind in _WHOLE_UNITS:
+        whole = _WHOLE_UNITS[target.kind]
+        if unit not in (None, whole):
+            raise Unvaried(f"{target.key} is counted in {whole}, not {unit}")
+        if value != int(value) or value < 1:
+            raise Unvaried(f"{value:g} is not a whole number of {whole}")
+        return int(value)
+    if unit:
+        raise Unvaried(f"an IPC has no unit, not {unit}")
+    if value <= 0:
+        raise Unvaried(f"an IPC of {value:g} is not positive")
+    return float(value)
+
+
+def plain(target: Target, value: str | int | float) -> float:
+    """A setting in plain units (bit/s, seconds, frames, bytes, IPC), to compare what was run with."""
+    if target.kind == "link":
+        return float(parse_rate(value)) if target.key == "rate" else parse_time(value)
+    return float(value)
+
+
+def nic_value(nic: dict[str, Any], key: str) -> int:
+    """A [nic] number as a run uses it: rx_overflow_frames defaults to max(2, rx_burst_frames), that to 0."""
+    if key == "rx_overflow_frames" and key not in nic:
+        return max(2, int(nic.get("rx_burst_frames", 0)))
+    return int(nic.get(key, 0))
+
+
+def in_use(target: Target, platform: Platform | None, report: dict[str, Any]) -> tuple[float, str] | None:
+    """What the reproduction ran with, in plain units and as the file writes it (None: the file sets none)."""
+    if target.kind == "chunk":
+        chunk = report.get("chunk", DEFAULT_CHUNK)
+        return float(chunk), str(chunk)
+    assert platform is not None
+    if target.kind == "link":
+        raw = platform.links[str(target.link)].get(target.key)
+        return None if raw is None else (plain(target, raw), str(raw))
+    if target.kind == "nic":
+        return float(nic_value(platform.nic, target.key)), str(nic_value(platform.nic, target.key))
+    assert platform.cpu is not None
+    return platform.cpu.ipc, f"{platform.cpu.ipc:g}"
+
+
+def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
+    """The setup with the input's value in place (a setting as `setting` made it)."""
+    if target.kind == "link":
+        platform, preset = setup.platform, str(target.link)
+        links = {**platform.links, preset: {**platform.links[preset], target.key: value}}
+        return dataclasses.replace(setup, platform=dataclasses.replace(platform, links=links))
+    if target.kind == "nic":
+        held = {key: nic_value(setup.platform.nic, key) for key in NIC_KEYS}  # the other key stays as run
+        return dataclasses.replace(setup, platform=setup.platform.with_nic(**{**held, target.key: value}))
+    if target.kind == "cpu":
+        assert setup.platform.cpu is not None
+        return dataclasses.replace(setup, time=dataclasses.replace(setup.time,
+                                                                    mips=setup.platform.cpu.clock_mhz * float(value)))
+    return dataclasses.replace(setup, workload=dataclasses.replace(setup.workload, chunk=int(value)))
+
+
+def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """Whether the case runs with the input: on the input's board (and link preset), or with the report's chunk."""
+    if target.kind == "chunk":
+        return spec["workload"] in CHUNK_WORKLOADS and "chunk" not in spec
+    board = Path(str(spec.get("platform", report["platform"]))).stem
+    return board == target.owner and (target.kind != "link" or spec["link"] == target.link)
+
+
+def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | None, time: TimeChoice) -> Setup:
+    """The case's run as reproduce makes it: its board (and rx_overflow), profile, link preset, workload, time."""
+    platform = load_platform(spec.get("platform", report["platform"]))
+    if "rx_overflow" in spec:
+        platform = platform.with_nic(rx_overflow=spec["rx_overflow"])
+    workload = Workload(spec["workload"], seconds=seconds or float(spec.get("seconds", report.get("seconds", 10))),
+                        bytes=spec.get("bytes"), chunk=int(spec.get("chunk", report.get("chunk", DEFAULT_CHUNK))),
+                        warmup_s=float(spec.get("warmup", report.get("warmup", 0.0))))
+    return Setup(spec["case"], platform, spec["profile"], spec["link"], workload, time)
+
+
+# ------------------------------------------------------------------ which inputs, which cases
+
+
+def plan_inputs(report: dict[str, Any], name: str, time: TimeChoice,
+                ran: list[str]) -> tuple[list[Varied], list[dict[str, Any]]]:
+    """The report's assumed inputs: those netrepro varies, and the others with why not (`ran`: the cases run)."""
+    varied, not_varied = [], []
+    for item in report.get("inputs", []):
+        if item.get("provenance") != "assumed":
+            continue
+        try:
+            varied.append(plan_input(item, report, name, time, ran))
+        except Unvaried as why:
+            not_varied.append({"name": item["name"], "sets": item.get("sets"), "why": str(why)})
+    return varied, not_varied
+
+
+def plan_input(item: dict[str, Any], report: dict[str, Any], name: str, time: TimeChoice,
+               ran: list[str]) -> Varied:
+    if (item.get("sets") or "").strip().endswith(": unit_bytes"):
+        raise Unvaried(_unit_bytes_reason(item))
+    target = parse_sets(item.get("sets"))
+    value, (low, high), unit = item["value"], item["range"], item.get("unit")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Unvaried(f"its value {value!r} is not a number")
+    platform = _board(target, name, time)
+    settings = {"value": setting(target, value, unit), "low": setting(target, low, unit),
+                "high": setting(target, high, unit)}
+    cases = [c["case"] for c in report["cases"] if depends(target, report, c)]
+    if not cases:
+        raise Unvaried("no case of the report runs with it")
+    if not set(cases) & set(ran):
+        raise Unvaried(f"none of the cases that run with it was run this time ({', '.join(cases)})")
+    used = in_use(target, platform, report)
+    note = None
+    if used is not None and not math.isclose(used[0], plain(target, settings["value"]), rel_tol=1e-9):
+        note = (f"the reproduction ran with {used[1]} ({item['sets']}), not the input's {settings['value']}: "
+                "its median is not the figure at the input's value")
+    return Varied(item["name"], value, unit, low, high, item["sets"], target, settings, note)
+
+
+def _board(target: Target, name: str, time: TimeChoice) -> Platform | None:
+    """The board the input's file describes, checked to have what the input needs."""
+    if target.kind == "chunk":
+        if target.owner != name:
+            raise Unvaried(f"it sets reports/{target.owner}.toml, not this report's reports/{name}.toml")
+        return None
+    try:
+        platform = load_platform(target.owner)
+    except NetreproError as exc:
+        raise Unvaried(str(exc)) from None
+    if target.kind == "link" and target.link not in platform.links:
+        raise Unvaried(f"platform {target.owner} has no link preset '{target.link}'")
+    if target.kind == "cpu":
+        if platform.cpu is None:
+            raise Unvaried(f"platform {target.owner} has no [cpu] model")
+        if time.mode != "device":
+            raise Unvaried("the runs are in host time (the core as fast as the host allows): the IPC is not used")
+        if time.mips is not None:
+            raise Unvaried(f"--mips {time.mips:g} fixes the modelled rate: the IPC is not used")
+    return platform
+
+
+def _unit_bytes_reason(item: dict[str, Any]) -> str:
+    value, (low, high) = item["value"], item["range"]
+    moves = ", ".join(f"{end:g} B moves them {(end / value - 1) * 100:+.1f} %" for end in (low, high) if end != value)
+    return f"it changes no run, only the report's figures converted to Mbit/s ({moves or 'no end differs'})"
+
+
+# ------------------------------------------------------------------ running
+
+
+@dataclass
+class Context:
+    """What every run of a sensitivity study shares."""
+
+    report: dict[str, Any]
+    baseline: dict[str, dict[str, Any]]  # the reproduction's cases by name
+    root: Path
+    repeats: int
+    seconds: float | None
+    time: TimeChoice
+    execute: Execute
+    progress: Progress
+
+
+def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: float | None = None,
+                progress: Progress | None = None, lwip_tree_path: str | None = None,
+                time: TimeChoice | None = None, execute: Execute | None = None) -> dict[str, Any]:
+    """Rerun the reproduction's cases with each assumed input at each end of its range (`document`: what
+    reproduce returned, the baseline); writes sensitivity.json and sensitivity.txt into its top folder."""
+    if repeats < 1:
+        raise NetreproError(f"--sensitivity-repeats {repeats} is not a positive number of runs", "give 1 or more")
+    time, progress = time or TimeChoice(), progress or Progress(quiet=True)
+    if document.get("time") not in (None, time.mode):
+        raise NetreproError(f"the reproduction ran in {document['time']} time, not {time.mode}",
+                            "vary the inputs in the time the baseline ran in")
+    report, baseline = load_report(name), {c["case"]: c for c in document["cases"]}
+    varied, not_varied = plan_inputs(report, name, time, list(baseline))
+    root = Path(document["run_dir"])
+    ctx = Context(report, baseline, root / "sensitivity", repeats, seconds, time,
+                  execute or RealRun(lwip_tree_path, progress), progress)
+    found = {"report": name, "repeats": repeats, "baseline_repeats": document.get("repeats"),
+             "band": float(document.get("band", DEFAULT_BAND)), "time": time.mode,
+             "inputs": [vary(ctx, i + 1, item) for i, item in enumerate(varied)], "not_varied": not_varied}
+    found["hangs_on"] = hangs_on(found, [c["case"] for c in document["cases"]])
+    (root / "sensitivity.json").write_text(json.dumps(found, indent=2) + "\n")
+    (root / "sensitivity.txt").write_text(format_sensitivity(found) + "\n")
+    return found
+
+
+def vary(ctx: Context, index: int, item: Varied) -> dict[str, Any]:
+    """One input at both ends of its range, over the cases of the reproduction that run with it."""
+    specs = [s for s in ctx.report["cases"] if s["case"] in ctx.baseline and depends(item.target, ctx.report, s)]
+    ends = {end: run_end(ctx, f"{index}-{_slug(item.name)}-{end}", item, end, specs) for end in ENDS}
+    cases = []
+    for spec in specs:
+        base = ctx.baseline[spec["case"]]
+        cases.append({"case": spec["case"], "baseline_mbps": base["median_mbps"],
+                      "baseline_range": [base.get("min_mbps"), base.get("max_mbps")],
+                      "baseline_verdict": base.get("verdict"), **{end: ends[end][spec["case"]] for end in ENDS}})
+    return {"name": item.name, "value": item.value, "unit": item.unit, "range": [item.low, item.high],
+            "sets": item.sets, "set_as": dict(item.settings), "note": item.note, "cases": cases}
+
+
+def run_end(ctx: Context, folder: str, item: Varied, end: str, specs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cases' figures with the input at one end (the baseline's own, when that end is its value)."""
+    value = item.low if end == "low" else item.high
+    if value == item.value:
+        return {s["case"]: _at_value(ctx.baseline[s["case"]], value) for s in specs}
+    where = ctx.root / folder
+    where.mkdir(parents=True, exist_ok=True)
+    shared: dict[tuple[str, ...], Repeats] = {}
+    out = {}
+    for spec in specs:
+        setup = apply(case_setup(ctx.report, spec, ctx.seconds, ctx.time), item.target, item.settings[end])
+        if setup.key() not in shared:
+            ctx.progress.step(f"sensitivity: {item.name} = {item.settings[end]} ({end} end of its range): "
+                              f"{spec['case']}")
+            shared[setup.key()] = repeat_runs(partial(ctx.execute, setup), spec["case"], where, ctx.repeats,
+                                              ctx.progress)
+        out[spec["case"]] = end_figures(spec, setup, shared[setup.key()], value, ctx.baseline[spec["case"]])
+    return out
+
+
+def end_figures(spec: dict[str, Any], setup: Setup, found: Repeats, value: float,
+                base: dict[str, Any]) -> dict[str, Any]:
+    """The case's median and verdict at one end, as reproduce summarises a case's runs, against the baseline."""
+    result = CaseResult(case=spec["case"], platform=setup.platform.name, profile=setup.profile, link=setup.link,
+                        workload=setup.workload.name, report_mbps=None, direction=case_direction(spec),
+                        run_dirs=list(found.run_dirs), error=found.error)
+    summarise_runs(result, found.runs, raised=len(found.run_dirs) - len(found.runs))
+    return {"value": value, "median_mbps": result.median_mbps, "delta_pct": delta_pct(result.median_mbps,
+                                                                                        base["median_mbps"]),
+            "verdict": result.verdict, "run_dirs": result.run_dirs, "runs_failed": result.runs_failed,
+            "error": result.error, "is_baseline": False}
+
+
+def _at_value(base: dict[str, Any], value: float) -> dict[str, Any]:
+    """An end that is the input's own value: the baseline's runs stand for it."""
+    return {"value": value, "median_mbps": base["median_mbps"],
+            "delta_pct": None if base["median_mbps"] is None else 0.0, "verdict": base.get("verdict"),
+            "run_dirs": list(base.get("run_dirs") or []), "runs_failed": base.get("runs_failed", 0),
+            "error": base.get("error"), "is_baseline": True}
+
+
+def delta_pct(median: float | None, baseline: float | None) -> float | None:
+    """How far a median moved from the baseline's, in % of the baseline (None: no figure to compare)."""
+    if median is None or baseline is None or baseline == 0:
+        return None
+    return round((median - baseline) / baseline * 100, 1)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:40] or "input"
+
+
+# ------------------------------------------------------------------ what it says
+
+
+def moved(entry: dict[str, Any], band: float) -> str | None:
+    """How an input moved a case beyond the band: the larger end's delta, or the ends that gave no figure."""
+    if entry["baseline_mbps"] is None:
+        return None
+    deltas = [entry[end]["delta_pct"] for end in ENDS if entry[end]["delta_pct"] is not None]
+    failed = [end for end in ENDS if entry[end]["median_mbps"] is None]
+    parts = []
+    largest = max(deltas, key=abs, default=None)
+    if largest is not None and abs(largest) > band * 100 + 1e-9:
+        parts.append(f"{largest:+.1f} %")
+    if failed:
+        parts.append(f"no figure at the {' and '.join(failed)} end{'s' if len(failed) > 1 else ''}")
+    return ", ".join(parts) or None
+
+
+def hangs_on(found: dict[str, Any], order: list[str]) -> list[dict[str, Any]]:
+    """Per case (the reproduction's order): the inputs that moved it beyond the band, and whether any was varied."""
+    rows = {case: {"case": case, "varied": False, "inputs": []} for case in order}
+    for item in found["inputs"]:
+        for entry in item["cases"]:
+            row = rows[entry["case"]]
+            row["varied"] = True
+            how = moved(entry, found["band"])
+            if how:
+                row["inputs"].append({"name": item["name"], "moved": how})
+    return list(rows.values())
+
+
+def format_sensitivity(found: dict[str, Any]) -> str:
+    """The text: a table per varied input, what was not varied and why, and what each case hangs on."""
+    runs = found["repeats"]
+    lines = [f"sensitivity of {found['report']}: the cases that run with an assumed input, rerun with it at each end "
+             f"of its range and every other input at its value ({runs} run{'s' if runs > 1 else ''} an end, "
+             f"{found['time']} time; figures in Mbit/s; delta % against the reproduction's median of "
+             f"{found.get('baseline_repeats') or '?'} runs, the baseline)"]
+    for item in found["inputs"]:
+        lines += ["", *input_block(item)]
+    if found["not_varied"]:
+        lines += ["", "not varied:", *(f"  {n['name']} ({n['sets'] or 'no sets'}): {n['why']}"
+                                       for n in found["not_varied"])]
+    lines += ["", f"what each case hangs on (an input whose range moved its median by more than the band, "
+                  f"{percent(found['band'])}):", *(f"  {_hang_line(row, found['band'])}" for row in found["hangs_on"])]
+    return "\n".join(lines)
+
+
+def _value_text(value: float, unit: str | None) -> str:
+    return f"{value:g} {unit}" if unit else f"{value:g}"
+
+
+def input_block(item: dict[str, Any]) -> list[str]:
+    """One input: its value, range and where it goes, then a row per case."""
+    unit, (low, high), set_as = item["unit"], item["range"], item["set_as"]
+    head = (f"{item['name']} = {_value_text(item['value'], unit)}, range {low:g}-{_value_text(high, unit)}  "
+            f"[{item['sets']}: {set_as['low']} / {set_as['high']}]")
+    width = max([22, *(len(c["case"]) + 1 for c in item["cases"])])
+    header = (f"  {'case':<{width}} {'baseline (min-max)':>20} {'low ' + _value_text(low, unit):>22} "
+              f"{'high ' + _value_text(high, unit):>22}  verdict")
+    rows = [f"  {c['case']:<{width}} {_baseline_text(c):>20} {_end_text(c['low']):>22} {_end_text(c['high']):>22}  "
+            f"{_verdict_text(c)}" for c in item["cases"]]
+    notes = [f"  note: {item['note']}"] if item.get("note") else []
+    return [head, *notes, header, *rows]
+
+
+def _figure(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def _baseline_text(c: dict[str, Any]) -> str:
+    if c["baseline_mbps"] is None:
+        return "failed"
+    low, high = c["baseline_range"]
+    spread = f" ({_figure(low)}-{_figure(high)})" if low is not None and high is not None else ""
+    return _figure(c["baseline_mbps"]) + spread
+
+
+def _end_text(end: dict[str, Any]) -> str:
+    if end["is_baseline"]:
+        return "= baseline"
+    if end["median_mbps"] is None:
+        runs = len(end["run_dirs"])
+        return f"failed ({end['runs_failed']} of {runs} run{'s' if runs != 1 else ''})"
+    delta = "-" if end["delta_pct"] is None else f"{end['delta_pct']:+.1f} %"
+    return f"{_figure(end['median_mbps'])} ({delta})"
+
+
+def _verdict_text(c: dict[str, Any]) -> str:
+    """The baseline's verdict, and an end's where it differs."""
+    base = c["baseline_verdict"]
+    changed = [f"{end}: {c[end]['verdict'] or '-'}" for end in ENDS
+               if c[end]["median_mbps"] is not None and c[end]["verdict"] != base]
+    return (base or "-") + (f"; {', '.join(changed)}" if changed else "")
+
+
+def _hang_line(row: dict[str, Any], band: float) -> str:
+    if not row["varied"]:
+        return f"{row['case']}: no assumed input it runs with was varied"
+    if not row["inputs"]:
+        return f"{row['case']}: no assumed input moved it by more than {percent(band)}"
+    return f"{row['case']} hangs on: " + ", ".join(f"{i['name']} ({i['moved']})" for i in row["inputs"])
+
