@@ -37,6 +37,7 @@ from harness.studies.compare import compare, format_comparison
 from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
 from harness.studies.run import Configuration, RunPlan, RunResult
+from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--html", type=Path, default=None, metavar="PATH",
                        help="also write one self-contained HTML page of the result (table, inputs, plots) here")
     repro.add_argument("--quiet", action="store_true", help="no progress lines")
+    repro.add_argument("--sensitivity", action="store_true",
+                       help="then rerun each case that depends on an assumed input at both ends of its range, "
+                            "one input at a time, and say how far each figure moves (sensitivity.txt/.json)")
+    repro.add_argument("--sensitivity-repeats", type=positive_count, default=1, metavar="N",
+                       help="runs per case at each end of a range (default 1)")
     repro.set_defaults(func=cmd_reproduce)
 
     add_bisect_parser(sub)
@@ -181,7 +187,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
                          progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args),
                          command="netrepro " + " ".join(sys.argv[1:]))
+    if args.sensitivity:
+        document["sensitivity"] = sensitivity(args.report, document, repeats=args.sensitivity_repeats,
+                                              seconds=args.seconds, progress=progress,
+                                              lwip_tree_path=args.lwip_tree, time=time_choice(args))
     print(json.dumps(document, indent=2) if args.json else format_report(document))
+    if args.sensitivity and not args.json:
+        print("\n" + format_sensitivity(document["sensitivity"]))
     if args.html:
         page = write_report_page(document, args.html, command=" ".join(sys.argv))
         print(f"report page: {page}", file=sys.stderr if args.json else sys.stdout)

@@ -409,6 +409,14 @@ def _at_value(base: dict[str, Any], value: float) -> dict[str, Any]:
             "error": base.get("error"), "is_baseline": True}
 
 
+def positive_count(text: str) -> int:
+    """A number of runs from the command line, checked before anything runs (argparse names the option)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"{value} is not a positive number of runs")
+    return value
+
+
 def delta_pct(median: float | None, baseline: float | None) -> float | None:
     """How far a median moved from the baseline's, in % of the baseline (None: no figure to compare)."""
     if median is None or baseline is None or baseline == 0:
