@@ -343,7 +343,7 @@ def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: 
     report, baseline = load_report(name), {c["case"]: c for c in document["cases"]}
     varied, not_varied = plan_inputs(report, name, time, list(baseline))
     root = Path(document["run_dir"])
-    ctx = Context(report, baseline, root / "sensitivity", repeats, seconds, time,
+    ctx = Context(report, baseline, _fresh(root / "sensitivity"), repeats, seconds, time,
                   execute or RealRun(lwip_tree_path, progress), progress)
     found = {"report": name, "repeats": repeats, "baseline_repeats": document.get("repeats"),
              "band": float(document.get("band", DEFAULT_BAND)), "time": time.mode,
@@ -422,6 +422,16 @@ def delta_pct(median: float | None, baseline: float | None) -> float | None:
     if median is None or baseline is None or baseline == 0:
         return None
     return round((median - baseline) / baseline * 100, 1)
+
+
+def _fresh(folder: Path) -> Path:
+    """The study's folder for its runs: FOLDER, or FOLDER-2, -3, ... when an earlier study of the same
+    reproduction has it."""
+    candidate, n = folder, 1
+    while candidate.exists():
+        n += 1
+        candidate = folder.with_name(f"{folder.name}-{n}")
+    return candidate
 
 
 def _slug(text: str) -> str:
