@@ -33,6 +33,7 @@ from harness.studies.sensitivity import (
     moved,
     parse_sets,
     plan_inputs,
+    planned_runs,
     sensitivity,
     setting,
 )
@@ -401,6 +402,10 @@ def test_inputs_not_varied_are_listed_in_the_text(tmp_path):
     assert ("  bytes in a K of KB/s (reports/ethernut2.toml: unit_bytes): it changes no run, only the report's "
             "figures converted to Mbit/s (1000 B moves them -2.3 %)") in text.splitlines()
     assert "  default 536: no assumed input moved it by more than 15 %" in text.splitlines()
+    document["cases"][1]["median_mbps"] = None
+    found = sensitivity("ethernut2", document, time=DEVICE,
+                        execute=lambda setup, run_dir: _result(setup.link_spec().as_dict(), setup.workload, 2.2))
+    assert "  tuned 1460: the reproduction gave no figure to compare with" in format_sensitivity(found).splitlines()
 
 
 def test_two_way_cases_share_their_runs(tmp_path):
@@ -422,6 +427,14 @@ def test_two_way_cases_share_their_runs(tmp_path):
     rtt = found["inputs"][0]["cases"]
     assert [c["low"]["median_mbps"] for c in rtt] == [45.0, 0.02]
     assert [c["low"]["delta_pct"] for c in rtt] == [-50.0, -100.0]
+
+
+def test_the_runs_a_study_plans():
+    report = load_report("openmv-n6")
+    varied, _ = plan_inputs(report, "openmv-n6", DEVICE, [c["case"] for c in report["cases"]])
+    # ethernet rate: one end (1000 is the value) x 2 cases; RTT 2 x 2; chunk one end (512) x 6; IPC 2 x 6
+    assert planned_runs(varied, report, [c["case"] for c in report["cases"]]) == 2 + 4 + 6 + 12
+    assert planned_runs(varied, report, ["wifi rx before"]) == 1 + 2
 
 
 def test_a_study_refuses_what_would_not_compare(tmp_path):

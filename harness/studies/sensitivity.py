@@ -343,6 +343,8 @@ def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: 
     report, baseline = load_report(name), {c["case"]: c for c in document["cases"]}
     varied, not_varied = plan_inputs(report, name, time, list(baseline))
     root = Path(document["run_dir"])
+    progress.step(f"sensitivity: {len(varied)} assumed input{'s' if len(varied) != 1 else ''} to vary, up to "
+                  f"{planned_runs(varied, report, list(baseline)) * repeats} runs ({len(not_varied)} not varied)")
     ctx = Context(report, baseline, _fresh(root / "sensitivity"), repeats, seconds, time,
                   execute or RealRun(lwip_tree_path, progress), progress)
     found = {"report": name, "repeats": repeats, "baseline_repeats": document.get("repeats"),
@@ -352,6 +354,12 @@ def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: 
     (root / "sensitivity.json").write_text(json.dumps(found, indent=2) + "\n")
     (root / "sensitivity.txt").write_text(format_sensitivity(found) + "\n")
     return found
+
+
+def planned_runs(varied: list[Varied], report: dict[str, Any], ran: list[str]) -> int:
+    """The runs a study makes with one repeat at most (two-way cases share theirs, so it may make fewer)."""
+    return sum(sum(end != item.value for end in (item.low, item.high))
+               * sum(c["case"] in ran and depends(item.target, report, c) for c in report["cases"]) for item in varied)
 
 
 def vary(ctx: Context, index: int, item: Varied) -> dict[str, Any]:
@@ -458,11 +466,11 @@ def moved(entry: dict[str, Any], band: float) -> str | None:
 
 def hangs_on(found: dict[str, Any], order: list[str]) -> list[dict[str, Any]]:
     """Per case (the reproduction's order): the inputs that moved it beyond the band, and whether any was varied."""
-    rows = {case: {"case": case, "varied": False, "inputs": []} for case in order}
+    rows: dict[str, dict[str, Any]] = {case: {"case": case, "varied": False, "inputs": []} for case in order}
     for item in found["inputs"]:
         for entry in item["cases"]:
             row = rows[entry["case"]]
-            row["varied"] = True
+            row["varied"], row["baseline_mbps"] = True, entry["baseline_mbps"]
             how = moved(entry, found["band"])
             if how:
                 row["inputs"].append({"name": item["name"], "moved": how})
@@ -537,6 +545,8 @@ def _verdict_text(c: dict[str, Any]) -> str:
 def _hang_line(row: dict[str, Any], band: float) -> str:
     if not row["varied"]:
         return f"{row['case']}: no assumed input it runs with was varied"
+    if row["baseline_mbps"] is None:
+        return f"{row['case']}: the reproduction gave no figure to compare with"
     if not row["inputs"]:
         return f"{row['case']}: no assumed input moved it by more than {percent(band)}"
     return f"{row['case']} hangs on: " + ", ".join(f"{i['name']} ({i['moved']})" for i in row["inputs"])
