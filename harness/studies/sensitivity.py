@@ -84,6 +84,7 @@ class Varied:
     sets: str
     target: Target
     settings: dict[str, Any]  # "value", "low", "high" -> as set (e.g. "25mbit", 4, 0.5)
+    shown: dict[str, str]     # "low", "high" -> what the runs were given, in words (e.g. "mips 400")
     note: str | None = None   # the reproduction did not run at the input's value
 
 
@@ -281,7 +282,15 @@ def plan_input(item: dict[str, Any], report: dict[str, Any], name: str, time: Ti
     if used is not None and not math.isclose(used[0], plain(target, settings["value"]), rel_tol=1e-9):
         note = (f"the reproduction ran with {used[1]} ({item['sets']}), not the input's {settings['value']}: "
                 "its median is not the figure at the input's value")
-    return Varied(item["name"], value, unit, low, high, item["sets"], target, settings, note)
+    return Varied(item["name"], value, unit, low, high, item["sets"], target, settings,
+                  _shown(target, settings, platform), note)
+
+
+def _shown(target: Target, settings: dict[str, Any], platform: Platform | None) -> dict[str, str]:
+    """The ends as the runs get them: the preset's or [nic]'s value, the chunk, or the modelled rate an IPC makes."""
+    if target.kind == "cpu" and platform is not None and platform.cpu is not None:
+        return {end: f"mips {platform.cpu.clock_mhz * settings[end]:g}" for end in ENDS}
+    return {end: str(settings[end]) for end in ENDS}
 
 
 def _board(target: Target, name: str, time: TimeChoice) -> Platform | None:
@@ -373,7 +382,7 @@ def vary(ctx: Context, index: int, item: Varied) -> dict[str, Any]:
                       "baseline_range": [base.get("min_mbps"), base.get("max_mbps")],
                       "baseline_verdict": base.get("verdict"), **{end: ends[end][spec["case"]] for end in ENDS}})
     return {"name": item.name, "value": item.value, "unit": item.unit, "range": [item.low, item.high],
-            "sets": item.sets, "set_as": dict(item.settings), "note": item.note, "cases": cases}
+            "sets": item.sets, "set_as": dict(item.shown), "note": item.note, "cases": cases}
 
 
 def run_end(ctx: Context, folder: str, item: Varied, end: str, specs: list[dict[str, Any]]) -> dict[str, Any]:
