@@ -397,7 +397,7 @@ def run_end(ctx: Context, folder: str, item: Varied, end: str, specs: list[dict[
     for spec in specs:
         setup = apply(case_setup(ctx.report, spec, ctx.seconds, ctx.time), item.target, item.settings[end])
         if setup.key() not in shared:
-            ctx.progress.step(f"sensitivity: {item.name} = {item.settings[end]} ({end} end of its range): "
+            ctx.progress.step(f"sensitivity: {item.name} = {item.shown[end]} ({end} end of its range): "
                               f"{spec['case']}")
             shared[setup.key()] = repeat_runs(partial(ctx.execute, setup), spec["case"], where, ctx.repeats,
                                               ctx.progress)
