@@ -1,11 +1,11 @@
-"""The reports' claims, pinned: exact values (MSS, windows) and robust ratios, from real runs.
+"""The reports' claims, pinned at the reports' own thresholds, from real runs in device time.
 
 Each test reproduces some cases of a report through the plugin's `netrepro` fixture (firmware,
-link, peer, capture, analysis; run folders kept when a test fails) and checks the claims
-netrepro reproduces. Claims it cannot reproduce on
-these stand-ins (RT1060 TX after/before >= 2, RT1060 MSS-800 ethernet at 85 Mbit/s) and the N6
-ethernet figures, which in host time depend on the host's speed, are explained in the README;
-they are not asserted here as if they held.
+link, peer, capture, analysis; run folders kept when a test fails; device time, the plugin's
+default) and checks the report's claims as the report file states them. In device time the
+figures repeat to about 1 % (benchmarks/results/device-time-repeat.md), so one short run a case
+decides. Where a claim does not reproduce on the stand-in, the test pins what the stand-in does,
+the report's table says FAILS, and the README says why.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from harness.analysis import load_capture
 pytestmark = pytest.mark.real
 
 
-def cases(netrepro, report, names, repeats=1, seconds=6.0):
+def cases(netrepro, report, names, repeats=1, seconds=3.0):
     found = netrepro.reproduce(report, names, repeats=repeats, seconds=seconds)
     assert set(found) == set(names), f"cases run: {sorted(found)}"
     for case in found.values():
@@ -39,28 +39,23 @@ def test_n6_wifi_window_before_and_after(netrepro):
         assert case["window_scaling"] is False, claim(case)
     assert before["verdict"] == "window-limited", claim(before)
     assert after["median_mbps"] >= 1.1 * before["median_mbps"], claim(after)
-    assert after["verdict"] == "link-limited" or after["median_mbps"] >= 0.85 * 43, claim(after)
+    assert after["verdict"] == "link-limited" or after["median_mbps"] >= 0.85 * 35, claim(after)
     tx_before, tx_after = found["wifi tx before"]["median_mbps"], found["wifi tx after"]["median_mbps"]
     assert abs(tx_after - tx_before) <= 0.15 * tx_before, f"TX {tx_before} -> {tx_after} Mbit/s"
-    assert all(c["claim_holds"] is not False for c in found.values()), [claim(c) for c in found.values()]
+    # the report's figures: 31 before (agrees within the report's 15 % band), 35-39 after
+    assert before["agrees"] is True and after["agrees"] is True, (claim(before), claim(after))
+    assert all(c["claim_result"] in ("holds", None) for c in found.values()), [claim(c) for c in found.values()]
 
 
-def test_n6_ethernet_is_not_window_limited(netrepro):
-    """At a 0.2 ms RTT neither window is the limit: what the stand-in shows on any host.
-
-    The report's figure claim (after within 15 % of before) depends on how fast this host runs the
-    emulated core, in host time: 89.9 / 88.2 Mbit/s on one machine (benchmarks/results), 65 / 12
-    on a slower one, where the core cannot read 100 Mbit/s fast enough and the larger window
-    loses frames in the pbuf pool (loss-limited). That claim stays in the report, whose table says
-    FAILS when it fails (README, R1); here the claim must have been judged, and what does not
-    depend on the host is pinned: both windows exactly, and that neither case is window-limited.
-    """
-    found = cases(netrepro, "openmv-n6", ["ethernet rx before", "ethernet rx after"], repeats=3)
+def test_n6_ethernet_is_unaffected_by_the_window(netrepro):
+    """The report: gigabit ethernet, sub-millisecond RTT, "never window-limited"; after within 15 % of before."""
+    found = cases(netrepro, "openmv-n6", ["ethernet rx before", "ethernet rx after"])
     before, after = found["ethernet rx before"], found["ethernet rx after"]
     for case, window in ((before, 23360), (after, 46720)):
         assert (case["device_mss"], case["device_window_max"]) == (1460, window), claim(case)
         assert case["verdict"] != "window-limited", claim(case)
-    assert after["claim_holds"] in (True, False), claim(after)
+    assert abs(after["median_mbps"] - before["median_mbps"]) <= 0.15 * before["median_mbps"], claim(after)
+    assert after["claim_result"] == "holds", claim(after)
 
 
 def test_rt1060_wifi_mss_window_and_rx(netrepro):

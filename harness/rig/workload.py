@@ -37,12 +37,15 @@ _SLACK_S = 30.0  # on top of the transfer's own time, for slow emulated boards
 _LAG_ALLOWANCE = 3.0
 
 
+DEFAULT_CHUNK = 1460  # a workload's write/read size unless the case or report gives one (one MSS)
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
     seconds: float = 10.0
     bytes: int | None = None        # byte-count variant; discard defaults to the Ethernut report's 8 MiB
-    chunk: int = 1460               # discard: bytes per write; sock-*: the application's write/read size
+    chunk: int = DEFAULT_CHUNK      # discard: bytes per write; sock-*: the application's write/read size
     warmup_s: float = 0.0           # a transfer of this length first, not measured
 
     def __post_init__(self) -> None:

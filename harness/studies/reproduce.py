@@ -44,10 +44,10 @@ from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
-from harness.rig.platform import PROJECT_ROOT, load_platform
+from harness.rig.platform import PROJECT_ROOT, Platform, load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
-from harness.rig.workload import TWO_WAY, Workload
+from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
 from harness.studies.cases import CaseResult, format_number, summarise_runs
 from harness.studies.claims import (
     CHECKS,
@@ -207,17 +207,45 @@ def _answer(case: dict[str, Any]) -> str | None:
     return case["claim_result"] if "claim_result" in case else claim_result(case)
 
 
+@dataclass(frozen=True)
+class Setup:
+    """One case's run as reproduce makes it, with at most one input changed."""
+
+    case: str
+    platform: Platform
+    profile: str
+    link: str  # the link preset
+    workload: Workload
+    time: TimeChoice
+
+    def link_spec(self) -> Any:
+        return LinkSpec.from_preset(self.platform.link_preset(self.link))
+
+    def key(self) -> tuple[str, ...]:
+        """What makes two setups the same run (a two-way workload's two cases share their runs)."""
+        return (self.platform.name, self.profile, self.link, repr(self.platform.links.get(self.link)),
+                repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time))
+
+
+
+def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | None, time: TimeChoice) -> Setup:
+    """The case's run as reproduce makes it: its board (and rx_overflow), profile, link preset, workload, time."""
+    platform = load_platform(spec.get("platform", report["platform"]))
+    if "rx_overflow" in spec:
+        platform = platform.with_nic(rx_overflow=spec["rx_overflow"])
+    workload = Workload(spec["workload"], seconds=seconds or float(spec.get("seconds", report.get("seconds", 10))),
+                        bytes=spec.get("bytes"), chunk=int(spec.get("chunk", report.get("chunk", DEFAULT_CHUNK))),
+                        warmup_s=float(spec.get("warmup", report.get("warmup", 0.0))))
+    return Setup(spec["case"], platform, spec["profile"], spec["link"], workload, time)
+
+
 def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
               seconds: float, progress: Progress,
               shared: dict[tuple, Repeats],
               time: TimeChoice) -> CaseResult:
-    platform = load_platform(spec.get("platform", report["platform"]))
-    if "rx_overflow" in spec:
-        platform = platform.with_nic(rx_overflow=spec["rx_overflow"])
+    setup = case_setup(report, spec, seconds, time)
+    platform, workload = setup.platform, setup.workload
     profile = resolve_profile(platform, spec["profile"])
-    workload = Workload(spec["workload"], seconds=seconds, bytes=spec.get("bytes"),
-                        chunk=int(spec.get("chunk", report.get("chunk", 1460))),
-                        warmup_s=float(spec.get("warmup", report.get("warmup", 0.0))))
     direction = case_direction(spec)
     result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
                         workload=spec["workload"], report_mbps=report_figure_mbps(report, spec), direction=direction,
@@ -225,8 +253,8 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
                         report_value=spec.get("report_value"), claim=spec.get("claim", {}))
     key = (platform.name, profile.name, spec["link"], repr(workload), spec.get("rx_overflow"))
     if key not in shared:
-        plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step),
-                       LinkSpec.from_preset(platform.link_preset(spec["link"])), workload, time=platform.time(time))
+        plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), setup.link_spec(), workload,
+                       time=platform.time(time))
         shared[key] = repeat_runs(lambda run_dir: execute_trusted(plan, run_dir), spec["case"], root, repeats,
                                   progress)
     runs, result.run_dirs, result.error = shared[key].runs, list(shared[key].run_dirs), shared[key].error

@@ -36,21 +36,20 @@ from typing import Any
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import LinkSpec, parse_rate, parse_time
+from harness.link import parse_rate, parse_time
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
 from harness.rig.profile import resolve_profile
-from harness.rig.workload import Workload
+from harness.rig.workload import DEFAULT_CHUNK
 from harness.studies.cases import CaseResult, summarise_runs
 from harness.studies.claims import DEFAULT_BAND, percent
-from harness.studies.reproduce import Repeats, case_direction, load_report, repeat_runs
+from harness.studies.reproduce import Repeats, Setup, case_direction, case_setup, load_report, repeat_runs
 from harness.studies.run import RunPlan, RunResult, execute_trusted
 
 CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
 NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
 LINK_KEYS = ("rate", "rtt")
-DEFAULT_CHUNK = 1460                                  # Workload's chunk when neither case nor report gives one
 ENDS = ("low", "high")
 _RATE_UNITS = {"bit/s": "bit", "kbit/s": "kbit", "Mbit/s": "mbit", "Gbit/s": "gbit"}  # input unit -> tc's
 _TIME_UNITS = {"s": "s", "ms": "ms", "us": "us"}
@@ -86,26 +85,6 @@ class Varied:
     settings: dict[str, Any]  # "value", "low", "high" -> as set (e.g. "25mbit", 4, 0.5)
     shown: dict[str, str]     # "low", "high" -> what the runs were given, in words (e.g. "mips 400")
     note: str | None = None   # the reproduction did not run at the input's value
-
-
-@dataclass(frozen=True)
-class Setup:
-    """One case's run as reproduce makes it, with at most one input changed."""
-
-    case: str
-    platform: Platform
-    profile: str
-    link: str  # the link preset
-    workload: Workload
-    time: TimeChoice
-
-    def link_spec(self) -> Any:
-        return LinkSpec.from_preset(self.platform.link_preset(self.link))
-
-    def key(self) -> tuple[str, ...]:
-        """What makes two setups the same run (a two-way workload's two cases share their runs)."""
-        return (self.platform.name, self.profile, self.link, repr(self.platform.links.get(self.link)),
-                repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time))
 
 
 Execute = Callable[[Setup, Path], RunResult]  # one run of a setup in a run folder
@@ -231,17 +210,6 @@ def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> boo
         return spec["workload"] in CHUNK_WORKLOADS and "chunk" not in spec
     board = Path(str(spec.get("platform", report["platform"]))).stem
     return board == target.owner and (target.kind != "link" or spec["link"] == target.link)
-
-
-def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | None, time: TimeChoice) -> Setup:
-    """The case's run as reproduce makes it: its board (and rx_overflow), profile, link preset, workload, time."""
-    platform = load_platform(spec.get("platform", report["platform"]))
-    if "rx_overflow" in spec:
-        platform = platform.with_nic(rx_overflow=spec["rx_overflow"])
-    workload = Workload(spec["workload"], seconds=seconds or float(spec.get("seconds", report.get("seconds", 10))),
-                        bytes=spec.get("bytes"), chunk=int(spec.get("chunk", report.get("chunk", DEFAULT_CHUNK))),
-                        warmup_s=float(spec.get("warmup", report.get("warmup", 0.0))))
-    return Setup(spec["case"], platform, spec["profile"], spec["link"], workload, time)
 
 
 # ------------------------------------------------------------------ which inputs, which cases
