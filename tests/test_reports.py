@@ -65,21 +65,28 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
     assert (rx_after["device_mss"], rx_after["device_window_max"]) == (1460, 10220), claim(rx_after)
     assert rx_before["verdict"] == "window-limited", claim(rx_before)
     assert rx_after["median_mbps"] >= 1.3 * rx_before["median_mbps"], claim(rx_after)
-    # TX: the larger send buffer alone is worth 8760/6400 = 1.37x; the report's 3.5x needs the
-    # 8000 B heap to run out before (README), which the LAN9118 stand-in rarely makes it do.
+    # TX: the report's "3.5x faster" (claim >= 2x) needs the 8000 B heap to run out before the
+    # change, which the LAN9118 stand-in's driver (it frees each TX buffer at once) does not make it
+    # do: TX before is send-buffer-limited, and the larger send buffer alone is worth 8760/6400 =
+    # 1.37x. The table says FAILS for the claim; the test pins what the stand-in does.
     tx_before, tx_after = found["wifi tx before"], found["wifi tx after"]
-    assert tx_after["median_mbps"] >= 1.2 * tx_before["median_mbps"], f"{claim(tx_before)} / {claim(tx_after)}"
+    assert tx_before["verdict"] == "send-buffer-limited", claim(tx_before)
+    assert 1.2 * tx_before["median_mbps"] <= tx_after["median_mbps"] < 2.0 * tx_before["median_mbps"], \
+        f"{claim(tx_before)} / {claim(tx_after)}"
+    assert tx_after["claim_result"] == "fails", claim(tx_after)
+    assert tx_after["agrees"] is True, claim(tx_after)  # 22.2 in the report
 
 
-def test_rt1060_ethernet_after_mss_window_and_its_claim_judged(netrepro):
-    """RT1060 ethernet after (report 91, claim >= 85): the figure is the host's as much as the
-    board's in host time (77-92 Mbit/s seen over runs, 71.5 on a slower day of this machine), so it
-    is the benchmark's and the report table's (FAILS there when it fails, README R2); the test pins
-    what holds on any host: MSS 1460, the window 10220 and the claim judged."""
-    found = cases(netrepro, "openmv-rt1060", ["ethernet tx after", "ethernet rx after"], repeats=3)
-    for case in found.values():
-        assert case["device_mss"] == 1460, claim(case)
-        assert case["claim_holds"] in (True, False), claim(case)
+def test_rt1060_ethernet_at_line_rate_with_either_mss(netrepro):
+    """The report: "100M ethernet on the RT10xx still runs at line rate (91/91 Mbit/s TCP)", before and
+    after; its claim, at least 85 Mbit/s each way. In host time the MSS-800 cases missed it (the
+    emulated core's speed was the host's); in device time the modelled 600 MHz core is ~12 % busy."""
+    names = ["ethernet tx before", "ethernet rx before", "ethernet tx after", "ethernet rx after"]
+    found = cases(netrepro, "openmv-rt1060", names)
+    for name in names:
+        case = found[name]
+        assert case["device_mss"] == (800 if "before" in name else 1460), claim(case)
+        assert case["median_mbps"] >= 85 and case["claim_result"] == "holds", claim(case)
     assert found["ethernet rx after"]["device_window_max"] == 10220, claim(found["ethernet rx after"])
 
 
