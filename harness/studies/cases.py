@@ -103,3 +103,12 @@ def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> A
 def format_number(value: Any) -> str:
     """A figure for a table: '-' when there is none."""
     return "-" if value is None else f"{value:g}"
+
+
+def time_line(mode: str | None) -> str:
+    """What a table's figures are in: the board's time, or the host's."""
+    if mode == "host":
+        return ("time: host (each core ran as fast as this host allows): the figures depend on the host, not only "
+                "on the board; cpu % and us/seg are the board's own measure of its core")
+    return ("time: device (each core at its modelled speed; the link follows the board's clock); cpu % and us/seg "
+            "are the board's own measure of its core, in its time")

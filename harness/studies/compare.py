@@ -34,7 +34,7 @@ from harness.rig.platform import load_platform
 from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, Workload
-from harness.studies.cases import CaseResult, format_number, summarise_runs
+from harness.studies.cases import CaseResult, format_number, summarise_runs, time_line
 from harness.studies.run import Configuration, RunPlan, RunResult, data_rate_bps
 
 _WINDOW_LIMIT_UNSCALED = 0xFFFF
@@ -242,6 +242,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
     document = {
         "platform": platform.name, "link": link_name, "link_effective": _effective_link(runs, link),
         "workload": workload.describe(), "repeats": repeats, "run_dir": str(root),
+        "time": (time or TimeChoice()).mode,
         "differing_options": differing_options(configs[0]["options"], configs[1]["options"]),
         "configurations": configs,
         "recommendations": [{"configuration": c["label"], **c["recommendation"]}
@@ -286,7 +287,7 @@ def format_comparison(document: Mapping[str, Any], width: int = TABLE_WIDTH) -> 
     lines = [f"{document['platform']}: {configs[0]['label']} vs {configs[1]['label']} over link {document['link']} "
              f"({rate}RTT {link.get('rtt_s', 0) * 1e3:g} ms), workload {workload['name']}",
              f"({runs} each, {workload['seconds']:g} s a run, alternating; figures in Mbit/s; "
-             f"run folders in {document['run_dir']})", ""]
+             f"run folders in {document['run_dir']})", time_line(document.get("time")), ""]
     diff = document["differing_options"]
     if not diff:
         lines += ["(no option differs: both firmwares report the same effective options)", ""]
@@ -314,7 +315,7 @@ def _table(configs: Sequence[Mapping[str, Any]], diff: Sequence[Mapping[str, Any
     label_w = max(len("configuration"), *(len(c["label"]) for c in configs))
     opt_w = {d["name"]: max(len(d["name"]), len(_opt(d["a"])), len(_opt(d["b"]))) for d in diff}
     header = (f"{'configuration':<{label_w}}  " + "".join(f"{d['name']:>{opt_w[d['name']]}}  " for d in diff)
-              + f"{'median (min-max)':>20} {'bound':>7} {'MSS':>5} {'window':>7}  verdict")
+              + f"{'median (min-max)':>20} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  verdict")
     lines = [header, "-" * len(header)]
     for c in configs:
         figure = "failed" if c["median_mbps"] is None else \
@@ -322,7 +323,9 @@ def _table(configs: Sequence[Mapping[str, Any]], diff: Sequence[Mapping[str, Any
         window = "-" if c["device_window_max"] is None else f"{c['device_window_max']:g}"
         values = "".join(f"{_opt(d['a' if c['role'] == 'A' else 'b']):>{opt_w[d['name']]}}  " for d in diff)
         lines.append(f"{c['label']:<{label_w}}  {values}{figure:>20} {format_number(c['bound_mbps']):>7} "
-                     f"{format_number(c['device_mss']):>5} {window:>7}  {c['verdict'] or '-'}")
+                     f"{format_number(c['device_mss']):>5} {window:>7} "
+                     f"{format_number(c.get('device_cpu_percent')):>6} {format_number(c.get('us_per_segment')):>7}  "
+                     f"{c['verdict'] or '-'}")
     return lines
 
 

@@ -48,7 +48,7 @@ from harness.rig.platform import PROJECT_ROOT, Platform, load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
-from harness.studies.cases import CaseResult, format_number, summarise_runs
+from harness.studies.cases import CaseResult, format_number, summarise_runs, time_line
 from harness.studies.claims import (
     CHECKS,
     DEFAULT_BAND,
@@ -311,14 +311,6 @@ def report_figure_mbps(report: dict[str, Any], spec: dict[str, Any]) -> float | 
     return round(float(spec["report_value"]) * int(report["unit_bytes"]) * 8 / 1e6, 4)
 
 
-def _time_line(mode: str | None) -> str:
-    if mode == "host":
-        return ("time: host (each core ran as fast as this host allows): the figures depend on the host, not only "
-                "on the board; cpu % and us/seg are the board's own measure of its core")
-    return ("time: device (each core at its modelled speed; the link follows the board's clock); cpu % and us/seg "
-            "are the board's own measure of its core, in its time")
-
-
 def format_report(document: dict[str, Any]) -> str:
     """The report's table: its inputs, its figures beside netrepro's, how far apart, the verdict, the mechanisms."""
     band = float(document.get("band", DEFAULT_BAND))
@@ -331,7 +323,7 @@ def _preamble(document: dict[str, Any], band: float) -> list[str]:
     unit, unit_bytes = document.get("unit", "Mbit/s"), document.get("unit_bytes")
     scale = f"; report figures in {unit}, 1 K = {unit_bytes} B, converted to Mbit/s" if _in_unit(document) else ""
     lines = [document["title"], f"({document['repeats']} runs a case; figures in Mbit/s{scale}; run folders in "
-                                f"{document['run_dir']})", _time_line(document.get("time"))]
+                                f"{document['run_dir']})", time_line(document.get("time"))]
     stand_in = document.get("stand_in") or {}
     if stand_in:
         lines.append(f"stand-in: {stand_in.get('cpu')}; NIC: {stand_in.get('nic')}")
