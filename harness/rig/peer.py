@@ -74,7 +74,9 @@ class Namespace:
         """The command prefix that runs a program inside the namespace."""
         if self.holder is None:
             raise NetreproError("namespace is not started", "call start() first")
-        user = ["--user"] if self.rootless else []
+        # --preserve-credentials: entering the user namespace keeps netrepro's own (mapped) uid and
+        # groups; without it nsenter calls setgroups, which an unprivileged user may not.
+        user = ["--user", "--preserve-credentials"] if self.rootless else []
         return ["nsenter", "--target", str(self.holder.pid), *user, "--net", "--"]
 
     def run(self, argv: list[str], timeout: float = 10.0, check: bool = True) -> subprocess.CompletedProcess:
