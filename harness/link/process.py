@@ -29,6 +29,7 @@ from harness.link.spec import LinkSpec
 
 LINK_SOURCE = Path(__file__).resolve().parent / "netrepro_link.c"
 SUN_PATH_MAX = 107  # usable bytes of a unix socket path
+TUN_DEVICE = "/dev/net/tun"
 
 
 def link_binary() -> Path:
@@ -170,6 +171,19 @@ class Link:
                     "use a shorter run directory (e.g. under /tmp)",
                 )
 
+    def _check_tun(self) -> None:
+        """Without root the link makes its tap in a user namespace, and opens the tun device as this user:
+        Debian's udev makes it 0666 (a tap still needs CAP_NET_ADMIN, which only the namespace gives);
+        a machine without udev leaves the kernel's 0600."""
+        if self.tap is None or os.geteuid() == 0 or os.access(TUN_DEVICE, os.R_OK | os.W_OK):
+            return
+        try:
+            mode = os.stat(TUN_DEVICE).st_mode & 0o777
+        except OSError:
+            raise NetreproError(f"{TUN_DEVICE} does not exist", "load the tun module: sudo modprobe tun") from None
+        raise NetreproError(f"{TUN_DEVICE} is not usable without root here (mode {mode:04o}; Debian's is 0666)",
+                            f"run once: sudo chmod 0666 {TUN_DEVICE}")
+
     def _log_line(self) -> str:
         try:
             lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
@@ -182,6 +196,7 @@ class Link:
         if self.proc is not None:
             raise NetreproError("this link was already started", "create a new Link for a new run")
         self._check_paths()
+        self._check_tun()
         binary = link_binary()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stats_path.unlink(missing_ok=True)
