@@ -91,3 +91,25 @@ def test_a_peer_figure_is_converted_to_the_boards_time():
     assert board.mbps == pytest.approx(wall.mbps * 3.2)
     assert board.per_second_mbps == pytest.approx([8.0, 8.0])
     assert wall.in_board_time(DeviceTime("host")) is wall
+
+
+def test_each_leg_of_a_peer_run_is_converted_with_the_d_the_board_kept_over_it():
+    """iperf -r: the peer's leg (rx), then the board's (tx); the board fell behind more in the second."""
+    from types import SimpleNamespace
+
+    from harness.rig.workload import _kept, _legs
+
+    rx = Transfer("rx", bytes=10_000_000, seconds=10.0)
+    tx = Transfer("tx", bytes=10_000_000, seconds=10.0)
+    # (monotonic s, board s, link wall s): the board kept D = 4 for 10 s, then D = 5 for 10 s
+    samples = [(100.0, 0.0, 0.0), (110.0, 2.5, 10.0), (120.0, 4.5, 20.0)]
+    rig = SimpleNamespace(time=DeviceTime("device", dilation=3.2))
+    legs = _legs([tx, rx], start=100.0, sequential=True)
+    assert [(t.direction, span) for t, span in legs] == [("rx", (100.0, 110.0)), ("tx", (110.0, 120.0))]
+    kept = [_kept(rig, samples, span).dilation for _, span in legs]
+    assert kept == pytest.approx([4.0, 5.0])
+    # both legs at once (iperf -d): one stretch, one D
+    both = _legs([tx, rx], start=100.0, sequential=False)
+    assert [span for _, span in both] == [(100.0, 110.0), (100.0, 110.0)]
+    # no samples (the link on wall / D): the planned D
+    assert _kept(rig, [], (100.0, 110.0)).dilation == 3.2

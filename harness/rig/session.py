@@ -120,6 +120,12 @@ class Session:
             return None
         return self.link.counters().board_clock
 
+    def clock_sample(self) -> tuple[float, float, float] | None:
+        """(this process's monotonic clock, the board's seconds, the link's wall seconds) at the board's
+        last tick, for converting a stretch of wall time the peer measured (None: the link runs on wall / D)."""
+        mark = self.clock_mark()
+        return None if mark is None or not mark.ticks else (time.monotonic(), mark.board_s, mark.wall_s)
+
     def time_since(self, mark: BoardClockCounters | None) -> DeviceTime:
         """The run's time with the dilation the board really kept since `mark`: what turns a figure the
         peer timed on the wall clock into the board's time when the host could not keep the planned D."""

@@ -12,6 +12,7 @@ sock-tx device -> peer, the same (tcp_write COPY up to tcp_sndbuf, 50 ms waits o
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import subprocess
 import time
@@ -125,15 +126,71 @@ def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: s
     argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *_peer_amount(workload, rig.time),
             "-y", "C", *flags]
     legs = 2 if workload.name == "rr" else 1
-    mark = rig.clock_mark()
-    proc = rig.namespace.run(argv, timeout=_budget(rig, workload, legs), check=False)
-    (rig.run_dir / log_name).write_text(proc.stdout + proc.stderr)
-    kept = rig.time_since(mark)
-    transfers = [t.in_board_time(kept) for t in parse_iperf_csv(proc.stdout, rig.addresses.device)]
-    if proc.returncode != 0 or not transfers:
-        raise NetreproError(f"iperf against the board failed: {(proc.stderr or proc.stdout).strip()[-200:]}",
+    start = time.monotonic()
+    out, err, returncode, samples = _run_sampling_clock(rig, argv, _budget(rig, workload, legs))
+    (rig.run_dir / log_name).write_text(out + err)
+    measured = parse_iperf_csv(out, rig.addresses.device)
+    transfers = [t.in_board_time(_kept(rig, samples, leg)) for t, leg in _legs(measured, start, legs > 1)]
+    if returncode != 0 or not transfers:
+        raise NetreproError(f"iperf against the board failed: {(err or out).strip()[-200:]}",
                             f"see {rig.run_dir / log_name} and the console log")
     return transfers
+
+
+ClockSample = tuple[float, float, float]  # Session.clock_sample(): monotonic s, board s, link wall s
+
+
+def _run_sampling_clock(rig: Session, argv: list[str], timeout: float) -> tuple[str, str, int, list[ClockSample]]:
+    """Run a peer program in the namespace, sampling the board's clock as it runs (device time)."""
+    proc = rig.namespace.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               text=True)
+    samples: list[ClockSample] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                raise NetreproError(f"'{' '.join(argv)}' in the namespace took over {timeout:g} s", "retry")
+            if (sample := rig.clock_sample()) is not None:
+                samples.append(sample)
+            time.sleep(0.25)
+        out, err = proc.communicate(timeout=5)
+    finally:
+        stop(proc, grace_s=1.0)
+    if (sample := rig.clock_sample()) is not None:
+        samples.append(sample)
+    return out or "", err or "", proc.returncode or 0, samples
+
+
+def _legs(transfers: list[Transfer], start: float, sequential: bool) -> list[tuple[Transfer, tuple[float, float]]]:
+    """Each transfer with the stretch of this process's monotonic clock it took: iperf -r runs the
+    peer's leg (rx) and then the board's (tx); otherwise every leg starts at once."""
+    out, at = [], start
+    for t in sorted(transfers, key=lambda t: t.direction):  # rx first
+        out.append((t, (at, at + t.seconds)))
+        if sequential:
+            at += t.seconds
+    return out
+
+
+def _kept(rig: Session, samples: list[ClockSample], span: tuple[float, float]) -> DeviceTime:
+    """The run's time with the D the board kept over that stretch of wall time (the planned D without samples)."""
+    if len(samples) < 2:
+        return rig.time
+    begin, end = (_board_s_at(samples, m) for m in span)
+    if end - begin < 0.05:
+        return rig.time
+    return replace(rig.time, dilation=(span[1] - span[0]) / (end - begin))
+
+
+def _board_s_at(samples: list[ClockSample], mono: float) -> float:
+    """The board's seconds at a moment of this process's monotonic clock, interpolated between samples."""
+    points = sorted((m, board) for m, board, _wall in samples)
+    if mono <= points[0][0]:
+        return points[0][1]
+    for (m0, b0), (m1, b1) in itertools.pairwise(points):
+        if m0 <= mono <= m1:
+            return b0 + (b1 - b0) * (mono - m0) / (m1 - m0) if m1 > m0 else b1
+    return points[-1][1]
 
 
 def _device_client(rig: Session, workload: Workload, log_name: str) -> Transfer:
