@@ -2,7 +2,9 @@
 
 The namespace is held open by one sleeping process and vanishes with it, so nothing is left
 in /run/netns or elsewhere if netrepro is killed. As root it is a plain network namespace;
-otherwise it is made inside a user namespace, so no privilege is needed.
+otherwise it is made inside a user namespace that maps the user to root, so no privilege is
+needed: what runs in it (ip, the link making its tap, iperf, the peer's services) has
+CAP_NET_ADMIN there and nowhere else, and keeps the user's own uid and groups outside.
 """
 
 from __future__ import annotations
