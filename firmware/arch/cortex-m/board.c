@@ -6,19 +6,15 @@
  * time).
  */
 #include "nr_board.h"
+#include "nr_board_tick.h"
 #include "board_defs.h"
 #include "cortex-m/regs.h"
 
 void console_init(void);
-#ifdef CLOCK_PORT_BASE
-void clock_port_init(void);
-void clock_port_send(uint8_t count);
-#endif
 
 #define NS_PER_MS 1000000u
 
-static volatile uint32_t ticks_ms;
-static volatile uint32_t subtick; /* 0 .. BOARD_CLOCK_SUBTICKS - 1 within the board's ms */
+static struct nr_tick tick;
 
 /* The timer interrupts BOARD_CLOCK_SUBTICKS times a board ms (so the clock
    port resolves an eighth of a ms); its period in SysTick counts (RVR + 1),
@@ -32,38 +28,20 @@ static uint64_t tick_ns_q32;
 static uint32_t tick_milli;
 static uint64_t last_ns;  /* board_time_ns() never returns less than this */
 static uint64_t idle_ns;
-static volatile int clock_port_on;
 
 void systick_handler(void)
 {
-  if (++subtick == BOARD_CLOCK_SUBTICKS) {
-    subtick = 0;
-    ticks_ms++;
-  }
-#ifdef CLOCK_PORT_BASE
-  if (clock_port_on) {
-    clock_port_send((uint8_t)(ticks_ms * BOARD_CLOCK_SUBTICKS + subtick));
-  }
-#endif
+  nr_tick_advance(&tick);
 }
 
 int board_clock_port(int on)
 {
-#ifdef CLOCK_PORT_BASE
-  if (on) {
-    clock_port_init();
-  }
-  clock_port_on = on;
-  return BOARD_TICK_OK;
-#else
-  (void)on;
-  return BOARD_TICK_PACED;
-#endif
+  return nr_tick_clock_port(&tick, on);
 }
 
 uint32_t board_ms(void)
 {
-  return ticks_ms;
+  return tick.ms;
 }
 
 static void tick_set_period(uint32_t period, uint32_t milli)
@@ -116,8 +94,8 @@ int board_set_tick_dilation(uint32_t milli)
      board's ms and fine clock stay continuous to within the handler's
      latency). Writing CVR clears the count; SysTick reloads from the new RVR
      on the next clock edge without raising the exception. */
-  t = subtick;
-  while (subtick == t) {
+  t = tick.subtick;
+  while (tick.subtick == t) {
   }
   irq = board_irq_save();
   SYST_RVR = period - 1u;
@@ -138,7 +116,7 @@ int board_set_tick_dilation(uint32_t milli)
 uint64_t board_time_ns(void)
 {
   uint32_t irq = board_irq_save();
-  uint64_t ticks = (uint64_t)ticks_ms * BOARD_CLOCK_SUBTICKS + subtick;
+  uint64_t ticks = nr_tick_count(&tick);
   uint32_t count = SYST_CVR;
   uint64_t ns;
 

@@ -15,6 +15,7 @@
 #include "board_defs.h"
 #include "cortex-m/regs.h"
 #include "nr_console_ring.h"
+#include "nr_board_tick.h"
 
 #define UART_DATA      REG32(CONSOLE_UART_BASE + 0x00u)
 #define UART_STATE     REG32(CONSOLE_UART_BASE + 0x04u)

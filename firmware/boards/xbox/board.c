@@ -10,14 +10,11 @@
 #include <stdint.h>
 
 #include "nr_board.h"
+#include "nr_board_tick.h"
 #include "board_defs.h"
 #include "x86/io.h"
 
 void console_init(void);
-#ifdef CLOCK_PORT_BASE
-void clock_port_init(void);
-void clock_port_send(uint8_t count);
-#endif
 void console_irq_handler(void);
 void console_putc_polled(char c);
 void nic_irq_handler(void); /* the NIC driver's (nr_nic.h, kept free of lwIP here) */
@@ -58,22 +55,11 @@ static struct idt_entry idt[48] __attribute__((aligned(8)));
 #define PIT_MAX_PERIOD 0xFFFFu /* 16-bit count (0 would mean 65536; not used) */
 #define NS_PER_MS 1000000u
 
-static volatile uint32_t ticks_ms;
-static volatile uint32_t subtick; /* 0 .. BOARD_CLOCK_SUBTICKS - 1 within the board's ms */
-static volatile int clock_port_on;
+static struct nr_tick tick;
 
 int board_clock_port(int on)
 {
-#ifdef CLOCK_PORT_BASE
-  if (on) {
-    clock_port_init();
-  }
-  clock_port_on = on;
-  return BOARD_TICK_OK;
-#else
-  (void)on;
-  return BOARD_TICK_PACED;
-#endif
+  return nr_tick_clock_port(&tick, on);
 }
 
 /* The PIT interrupts BOARD_CLOCK_SUBTICKS times a board ms (the clock port
@@ -203,8 +189,8 @@ int board_set_tick_dilation(uint32_t milli)
   /* Reload just after a tick, so the tick in progress is not cut short: the
      board's ms and fine clock stay continuous to within the handler's
      latency. */
-  t = subtick;
-  while (subtick == t) {
+  t = tick.subtick;
+  while (tick.subtick == t) {
   }
   irq = board_irq_save();
   pit_load(period, milli);
@@ -213,13 +199,13 @@ int board_set_tick_dilation(uint32_t milli)
 }
 
 /* With interrupts off the tick handler cannot run, so a reload since the
-   last tick shows as the pending IRQ 0 instead of in ticks_ms. The count is
+   last tick shows as the pending IRQ 0 instead of in the tick count. The count is
    latched again when the reload is seen, because it may have come between
    the two reads; the count read last belongs to the tick the IRR says. */
 uint64_t board_time_ns(void)
 {
   uint32_t irq = board_irq_save();
-  uint64_t ticks = (uint64_t)ticks_ms * BOARD_CLOCK_SUBTICKS + subtick;
+  uint64_t ticks = nr_tick_count(&tick);
   uint32_t count = pit_count();
   uint64_t ns;
 
@@ -259,7 +245,7 @@ void board_irq_enable(unsigned irq)
 
 uint32_t board_ms(void)
 {
-  return ticks_ms;
+  return tick.ms;
 }
 
 uint32_t board_irq_save(void)
@@ -377,15 +363,7 @@ void isr_dispatch(struct isr_frame *f)
     }
   }
   if (irq == IRQ_PIT) {
-    if (++subtick == BOARD_CLOCK_SUBTICKS) {
-      subtick = 0;
-      ticks_ms++;
-    }
-#ifdef CLOCK_PORT_BASE
-    if (clock_port_on) {
-      clock_port_send((uint8_t)(ticks_ms * BOARD_CLOCK_SUBTICKS + subtick));
-    }
-#endif
+    nr_tick_advance(&tick);
   } else if (irq == IRQ_COM1) {
     console_irq_handler();
   } else if (irq == NIC_IRQ) {

@@ -14,6 +14,7 @@
 #include "board_defs.h"
 #include "x86/io.h"
 #include "nr_console_ring.h"
+#include "nr_board_tick.h"
 
 #define UART_RBR (COM1_PORT + 0u)
 #define UART_THR (COM1_PORT + 0u)
