@@ -3,10 +3,10 @@
 Run as root (CI is), the module makes a system user `netrepro-ci` (once) and gives it what a new
 user has after `git clone`: its own copy of this checkout (the working tree, as git lists it), a
 HOME, TMPDIR and cache of its own and no sudo. As that user (setpriv) it runs `./tools/bootstrap`
-(the .venv and the build in the user's space), the README's `./netrepro run` and the pytest plugin
-in a project of the user's: the peer lives in a user namespace, the link makes its tap there, and
-QEMU and the link run without real-time priority. Run as any other user, the whole suite is this
-test, so it is skipped.
+(the .venv and the build in the user's space), `./netrepro run` and the pytest plugin in a project
+of the user's: the peer lives in a user namespace, the link makes its tap there, and QEMU and the
+link run without real-time priority. Run as any other user, every real test of the suite already
+runs rootless, so this module is skipped.
 """
 
 from __future__ import annotations
