@@ -27,6 +27,7 @@ from pathlib import Path
 from harness.core.cache import cache_dir, content_hash, tree_files
 from harness.core.errors import NetreproError
 from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS
+from harness.rig.lwip_ram import LwipRam, cached_lwip_ram
 from harness.rig.platform import PROJECT_ROOT, Platform
 from harness.rig.profile import (
     Macro,
@@ -90,6 +91,7 @@ class Firmware:
     stand_ins: tuple[str, ...] = ()   # "trng_random_u32 -> board RNG", "py/mpconfig.h -> empty header"
     warnings: tuple[str, ...] = ()    # options the file sets that this lwIP does not know
     apps: tuple[str, ...] = ()        # the firmware's apps: "shell", "iperf", ...
+    lwip_ram: LwipRam | None = None   # lwIP's heap, pools and other static data (lwip_ram.json beside the ELF)
 
 
 @dataclass
@@ -159,7 +161,7 @@ def build_firmware(platform: Platform, profile: Profile, tree: Path,
     info = _read_info(final)
     firmware = Firmware(final / "firmware.elf", final, key, profile, tree, version, rebuilt,
                         tuple(info.get("stand_ins", ())), tuple(info.get("warnings", ())),
-                        tuple(info.get("apps", ())))
+                        tuple(info.get("apps", ())), cached_lwip_ram(final, platform.firmware["toolchain"]))
     for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
         progress(line)
     return firmware
