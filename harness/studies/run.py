@@ -47,6 +47,7 @@ class RunResult:
     stand_ins: list[str] = field(default_factory=list)       # what netrepro stood in for the port's own hooks
     build_warnings: list[str] = field(default_factory=list)  # e.g. options this lwIP does not know
     apps: list[str] = field(default_factory=list)            # the apps the firmware was built with
+    lwip_ram: dict[str, Any] = field(default_factory=dict)   # lwIP's static RAM: total, heap, pools, other (bytes)
     throughput_mbps: float | dict[str, float] | None = None
     per_second_mbps: list[float] | dict[str, list[float]] = field(default_factory=list)
     bytes: int | dict[str, int] | None = None
@@ -131,7 +132,8 @@ class RunPlan:
                            workload=self.workload.describe(), run_dir=str(run_dir),
                            capture=str(run_dir / "capture.pcap"), console_log=str(run_dir / "console.log"),
                            device=rig.addresses.device, stand_ins=list(self.firmware.stand_ins),
-                           build_warnings=list(self.firmware.warnings), apps=list(self.firmware.apps))
+                           build_warnings=list(self.firmware.warnings), apps=list(self.firmware.apps),
+                           lwip_ram=self.firmware.lwip_ram.summary() if self.firmware.lwip_ram else {})
         (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
         try:
             with rig:
