@@ -40,6 +40,7 @@ class CaseResult:
     rtt_ms: float | None = None
     device_cpu_percent: float | None = None  # the board's core busy over the workload (its own measure), median
     us_per_segment: float | None = None      # its busy time per full data segment, median
+    lwip_ram_total: int | None = None        # lwIP's static RAM in the firmware (heap, pools, other), bytes
     claim: dict[str, Any] = field(default_factory=dict)
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
@@ -59,6 +60,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     """The runs' figures and the median run's facts; `raised` counts the runs that never returned."""
     measured = [(f, r) for r in runs if (f := run_figure(r, result.direction)) is not None]
     result.runs_failed = raised + len(runs) - len(measured)
+    result.lwip_ram_total = next((r.lwip_ram["total"] for r in runs if r.lwip_ram), None)
     if len(measured) < len(runs) and result.error is None:
         which = f"{result.direction} " if result.direction else ""
         result.error = (f"no {which}figure in {len(runs) - len(measured)} of the {len(runs)} finished runs "
