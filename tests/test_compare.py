@@ -29,7 +29,7 @@ def _link(rate_to_device=43e6, rate_to_peer=43e6):
 
 
 def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload="sock-rx", link=None,
-             direction="peer->device", window=(21900.0, 23360)):
+             direction="peer->device", window=(21900.0, 23360), lwip_ram=None):
     """What summarise reads of a RunResult."""
     analysis = {"verdict": verdict, "verdict_reason": "...", "rtt_ms": rtt_ms, "device_mss": 1460,
                 "device_window": {"median": window[0], "max": window[1]}, "window_scale": {"device": None},
@@ -37,7 +37,7 @@ def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload=
                 "retransmissions": 0, "rto_retransmissions": 0}
     return SimpleNamespace(throughput_mbps=mbps, analysis=AnalysisSummary.from_dict(analysis),
                            options=dict(options or N6_OPTIONS), device_cpu={"busy_percent": 12.5},
-                           link=link or _link(), workload={"name": workload})
+                           link=link or _link(), workload={"name": workload}, lwip_ram=dict(lwip_ram or {}))
 
 
 # ------------------------------------------------------------------ options diff
@@ -173,6 +173,20 @@ def test_many_differing_options_go_above_the_table():
     header = next(line for line in lines if line.startswith("configuration"))
     assert header.split()[:2] == ["configuration", "median"] and lines.index(header) > first
     assert "(1 run each," in lines[1]
+
+
+def test_each_configurations_lwip_ram_is_a_column_and_a_line():
+    ram = {"total": 118600, "heap": 65563, "pools": {"PBUF_POOL": 49051, "TCP_SEG": 1051}, "other": 2935}
+    doc = _document([fake_run(27.2, lwip_ram=ram)], [fake_run(40.8, "link-limited")])
+    a, b = doc["configurations"]
+    assert (a["lwip_ram"], a["lwip_ram_total"]) == (ram, 118600) and (b["lwip_ram"], b["lwip_ram_total"]) == ({}, None)
+    lines = format_comparison(doc).splitlines()
+    header = next(line for line in lines if line.startswith("configuration"))
+    columns = [header.index("lwIP KiB"), header.index("lwIP KiB") + len("lwIP KiB")]
+    row = {line.split()[0]: line[columns[0]:columns[1]].strip() for line in lines if line.startswith("mp-n6-")}
+    assert row == {"mp-n6-before": "115.8", "mp-n6-after": "-"}
+    assert ("  mp-n6-before: lwIP RAM 115.8 KiB: heap 65563, pools 50102 (PBUF_POOL 49051, TCP_SEG 1051), "
+            "other 2935") in lines
 
 
 def test_a_configuration_without_a_successful_run_shows_as_failed():

@@ -30,6 +30,7 @@ from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
+from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform
 from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
@@ -184,6 +185,7 @@ def summarise(label: str, role: str, runs: Sequence[Any], configuration: Configu
     rate = data_rate_bps(middle) if middle else None
     analysis = (middle.analysis if middle else None) or AnalysisSummary()
     out["options"] = options
+    out["lwip_ram"] = next((dict(r.lwip_ram) for r in runs if r.lwip_ram), {})  # one firmware
     out["data_rate_mbps"] = round(rate / 1e6, 3) if rate else None
     rec = recommend(case.verdict, rate_bps=rate, rtt_ms=case.rtt_ms, options=options, device_mss=case.device_mss,
                     device_window=case.device_window, bound_mbps=case.bound_mbps,
@@ -301,6 +303,9 @@ def format_comparison(document: Mapping[str, Any], width: int = TABLE_WIDTH) -> 
                   ""]
         table = _table(configs, [])
     lines += table
+    rams = [f"  {c['label']}: {ram_line(c['lwip_ram'])}" for c in configs if c.get("lwip_ram")]
+    if rams:
+        lines += ["", "lwIP's static RAM (bytes; the firmware's heap, memp pools and other data):", *rams]
     notes = [f"  {c['label']}: {c['recommendation']['text']}" for c in configs if c["recommendation"]]
     if notes:
         lines += ["", "recommendations:", *notes]
@@ -315,7 +320,8 @@ def _table(configs: Sequence[Mapping[str, Any]], diff: Sequence[Mapping[str, Any
     label_w = max(len("configuration"), *(len(c["label"]) for c in configs))
     opt_w = {d["name"]: max(len(d["name"]), len(_opt(d["a"])), len(_opt(d["b"]))) for d in diff}
     header = (f"{'configuration':<{label_w}}  " + "".join(f"{d['name']:>{opt_w[d['name']]}}  " for d in diff)
-              + f"{'median (min-max)':>20} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  verdict")
+              + f"{'median (min-max)':>20} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7} "
+              f"{'lwIP KiB':>8}  verdict")
     lines = [header, "-" * len(header)]
     for c in configs:
         figure = "failed" if c["median_mbps"] is None else \
@@ -324,7 +330,8 @@ def _table(configs: Sequence[Mapping[str, Any]], diff: Sequence[Mapping[str, Any
         values = "".join(f"{_opt(d['a' if c['role'] == 'A' else 'b']):>{opt_w[d['name']]}}  " for d in diff)
         lines.append(f"{c['label']:<{label_w}}  {values}{figure:>20} {format_number(c['bound_mbps']):>7} "
                      f"{format_number(c['device_mss']):>5} {window:>7} "
-                     f"{format_number(c.get('device_cpu_percent')):>6} {format_number(c.get('us_per_segment')):>7}  "
+                     f"{format_number(c.get('device_cpu_percent')):>6} {format_number(c.get('us_per_segment')):>7} "
+                     f"{_kib(c.get('lwip_ram_total')):>8}  "
                      f"{c['verdict'] or '-'}")
     return lines
 
@@ -335,6 +342,10 @@ def _link_rate_text(configs: Sequence[Mapping[str, Any]], link: Mapping[str, Any
         return f"{rate:g} Mbit/s, "
     rates = {d.get("rate_bps") for d in (link.get("to_device", {}), link.get("to_peer", {}))} - {None, 0}
     return f"{max(rates) / 1e6:g} Mbit/s, " if rates else "no rate limit, "
+
+
+def _kib(size: int | None) -> str:
+    return "-" if size is None else f"{size / 1024:.1f}"
 
 
 def _opt(value: int | None) -> str:
