@@ -20,6 +20,7 @@ from harness.core.progress import Progress
 from harness.link import parse_rate
 from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
 from harness.rig.engine import make_engine
+from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform, platform_names
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session, make_run_dir
@@ -438,7 +439,8 @@ def cmd_boot(args: argparse.Namespace) -> int:
                   "firmware": str(firmware.elf), "rebuilt": firmware.rebuilt,
                   "boot_seconds": round(console.boot_seconds or 0.0, 3), "banner": banner_line,
                   "options": options, "forced": forced, "stand_ins": list(firmware.stand_ins),
-                  "warnings": list(firmware.warnings), "apps": list(firmware.apps)}
+                  "warnings": list(firmware.warnings), "apps": list(firmware.apps),
+                  "lwip_ram": firmware.lwip_ram.summary() if firmware.lwip_ram else None}
         ok = True
     finally:
         if ok:
@@ -456,6 +458,8 @@ def cmd_boot(args: argparse.Namespace) -> int:
         # and size their pools, but nothing runs them; PPP and SNMP are forced off (FORCED below).
         lwip_apps = "lwiperf" if "iperf" in firmware.apps else "none"
         print(f"apps: {', '.join(firmware.apps)} (of lwIP's own apps: {lwip_apps})")
+        if firmware.lwip_ram:
+            print(ram_line(firmware.lwip_ram.summary()))
         if forced:
             print(f"forced by the firmware's port (firmware/port/lwipopts.h): {', '.join(forced)}")
         for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
