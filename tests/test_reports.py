@@ -100,7 +100,8 @@ def test_xbox_two_way_cases_share_one_run_and_judge_their_own_direction(netrepro
     assert rx["device_window_max"] == 64440, claim(rx)
     # the report: nvnetdrv at line rate both ways (94.2 / 92.9); its claim, at least 85 Mbit/s
     assert rx["median_mbps"] >= 85 and tx["median_mbps"] >= 85, (claim(rx), claim(tx))
-    assert rx["median_mbps"] <= 94.9 and tx["median_mbps"] <= 94.9, "no more payload than 100 Mbit/s carries"
+    # 100 Mbit/s carries 94.8 Mbit/s of 1432-byte segments; the peer's figure converts to within ~1 %
+    assert rx["median_mbps"] <= 96 and tx["median_mbps"] <= 96, "no more payload than 100 Mbit/s carries"
     assert rx["claim_result"] == tx["claim_result"] == "holds", (claim(rx), claim(tx))
     # Each direction is its own connection of the capture, and its analysis is that connection's.
     capture = Path(rx["run_dirs"][0]) / "capture.pcap"
