@@ -40,7 +40,28 @@ SAMPLES = {
     "sock_frames": ("6", 6),
     "seed": ("7", 7),
     "snaplen": ("128", 128),
+    "medium": ("shared", "shared"),
+    "phy_rate": ("72.2mbit", 72_200_000),
+    "slot": ("0.02ms", 20e-6),
+    "sifs": ("16us", 16e-6),
+    "aifsn": ("3", 3),
+    "cwmin": ("31", 31),
+    "preamble": ("44us", 44e-6),
+    "signal_ext": ("0", 0.0),
+    "blockack": ("12us", 12e-6),
+    "mpdu_overhead": ("32", 32),
+    "agg_frames": ("32", 32),
+    "agg_bytes": ("32k", 32768),
+    "agg_time": ("4ms", 4e-3),
+    "fer": ("10%", 0.1),
+    "retry_limit": ("4", 4),
 }
+
+# the shared medium's settings (link-wide, after the keys that were there before them)
+MEDIUM_KEYS = [
+    "medium", "phy_rate_bps", "slot_s", "sifs_s", "aifsn", "cwmin", "preamble_s", "signal_ext_s", "blockack_s",
+    "mpdu_overhead_bytes", "agg_frames", "agg_bytes", "agg_time_s", "fer", "retry_limit",
+]  # fmt: skip
 
 # the command line and result.json as they were before the table: they must not change
 CLI_OPTIONS = {
@@ -48,7 +69,7 @@ CLI_OPTIONS = {
     "rate_to_device", "rate_to_peer", "loss_to_device", "loss_to_peer", "drop_to_device", "drop_to_peer",
     "gemodel", "seed", "snaplen",
 }  # fmt: skip
-JSON_LINK_KEYS = ["rtt_s", "seed", "snaplen", "to_device", "to_peer"]
+JSON_LINK_KEYS = ["rtt_s", "seed", "snaplen", *MEDIUM_KEYS, "to_device", "to_peer"]
 JSON_DIRECTION_KEYS = [
     "delay_s", "jitter_s", "jitter_dist", "rate_bps", "burst_bytes", "limit_packets", "limit_bytes", "loss",
     "gemodel", "drop", "reorder", "pace_bps", "pace_burst_frames", "overflow", "sock_frames",

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.core.errors import NetreproError
 
-DROP_REASONS = ("loss", "gemodel", "droplist", "queue", "unreachable", "device-full")
+DROP_REASONS = ("loss", "gemodel", "droplist", "queue", "unreachable", "device-full", "air")  # air: medium=shared
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,11 @@ class DirectionCounters:
     overflow: str = "hold"  # what the link did with a frame the receiver could not take
     out_sndbuf_bytes: int = 0  # SO_SNDBUF of the socket toward the receiver, as the kernel kept it
     sock_frames: int = 0  # full-size frames that socket holds unread (0: not limited by SO_SNDBUF)
+    # the shared medium (0 on a wire): the time its turns took the channel (board seconds, access to
+    # block ack), the turns (TXOPs) and the MPDUs sent again after a frame error
+    airtime_s: float = 0.0
+    txops: int = 0
+    air_retries: int = 0
 
     @property
     def dropped_total(self) -> int:
@@ -74,6 +79,8 @@ class LinkCounters:
     spin_s: float = 0.0  # CPU time spent spinning before deadlines
     capture_stalls: int = 0  # times the link waited for the disk (capture backlog over 256 MiB)
     board_clock: BoardClockCounters | None = None  # None: the link ran open loop (wall / D)
+    medium: str = "wire"  # "shared": both directions took turns on one channel
+    txops_per_s: float = 0.0  # the shared medium's turns (both directions) per second
 
     @property
     def total_frames_in(self) -> int:
@@ -107,6 +114,8 @@ class LinkCounters:
             spin_s=float(data.get("spin_s", 0.0)),
             capture_stalls=int(data.get("capture_stalls", 0)),
             board_clock=BoardClockCounters.from_dict(data["board_clock"]) if "board_clock" in data else None,
+            medium=str(data.get("medium", "wire")),
+            txops_per_s=float(data.get("txops_per_s", 0.0)),
         )
 
     @classmethod

@@ -23,6 +23,8 @@
  *      last bit has been serialised, frames one after another.  With burst = B > 0
  *      bytes the stage is a token bucket of B bytes filled at the rate (tbf-like): an
  *      idle link passes B bytes at once, then frames follow at the rate.
+ *      With medium=shared (a link-wide setting) the two directions' rate stages are one radio
+ *      channel instead, taken in turns (TXOPs) that aggregate frames: see "the shared medium".
  *   4. delay (seconds) plus jitter: uniform in [-jitter, +jitter] (netem's default
  *      when no distribution table is given) or, with jitter_dist=normal, normal with
  *      sigma = jitter truncated at 4 sigma; the total never goes below zero.  Frames
@@ -102,9 +104,9 @@ typedef int64_t ns_t; /* nanoseconds */
 enum { TO_DEVICE = 0, TO_PEER = 1, NDIR = 2 };
 static const char *const dir_name[NDIR] = {"to_device", "to_peer"};
 
-enum { R_LOSS, R_GEMODEL, R_DROPLIST, R_QUEUE, R_UNREACHABLE, R_DEVICE_FULL, NREASON };
+enum { R_LOSS, R_GEMODEL, R_DROPLIST, R_QUEUE, R_UNREACHABLE, R_DEVICE_FULL, R_AIR, NREASON };
 static const char *const reason_name[NREASON] = {"loss", "gemodel", "droplist", "queue", "unreachable",
-                                                 "device-full"};
+                                                 "device-full", "air"}; /* air: the shared medium only */
 
 enum { K_FRAME, K_DATA, K_SYN, K_FIN, K_RST, K_ACK, K_UDP, NKIND };
 static const char *const kind_name[NKIND] = {"frame", "data", "syn", "fin", "rst", "ack", "udp"};
@@ -1143,9 +1145,13 @@ struct frame {
     ns_t due;
     uint64_t order; /* tie-break: arrival order */
     uint64_t n;     /* frame number in this direction (1-based) */
+    ns_t arrival;   /* the shared medium: when it arrived */
+    uint32_t tries; /* the shared medium: transmissions so far */
+    int state;      /* the shared medium: AIR_WAITING, AIR_THROUGH (held for order) or AIR_LOST */
     uint32_t len;
     uint8_t data[];
 };
+enum { AIR_WAITING, AIR_THROUGH, AIR_LOST };
 
 struct qent {
     ns_t start;
@@ -1177,6 +1183,14 @@ struct dir {
     double min_delay_ns; /* the least delay a frame can get: delay - the jitter's reach */
     uint64_t order;
     struct endpoint *out;
+    /* the shared medium: admitted frames in order, until they are through (or lost) and all before
+       them too; waiting ones count against the queue limits */
+    struct frame **aq;
+    size_t aq_cap, aq_head, aq_n;
+    uint64_t aq_wait, aq_wait_bytes;
+    struct rng rng_air;
+    double airtime_ns;
+    uint64_t txops, air_retries;
     /* counters */
     uint64_t frames_in, bytes_in, frames_out, bytes_out, dropped[NREASON];
     uint64_t hwm_pkts, hwm_bytes;
@@ -1269,6 +1283,7 @@ static void dir_init(struct dir *d, int id, const struct dir_conf *c, uint64_t s
     rng_seed(&d->rng_loss, seed, (unsigned)id, 0);
     rng_seed(&d->rng_ge, seed, (unsigned)id, 1);
     rng_seed(&d->rng_jitter, seed, (unsigned)id, 2);
+    rng_seed(&d->rng_air, seed, (unsigned)id, 3);
     if (c->rate) {
         d->ns_per_byte = 8e9 / (double)c->rate * g_dilation;
         d->burst_ns = (double)c->burst * d->ns_per_byte;
@@ -1309,6 +1324,198 @@ static void count_drop(struct dir *d, ns_t now, int reason, uint64_t n, const ui
 {
     d->dropped[reason]++;
     drops_write(now + g_t0, d->id, reason, n, data, len); /* now is since g_t0 */
+}
+
+/* when a frame that leaves the rate stage (or the air) at dep is due: plus the delay and jitter, in order
+   unless reorder */
+static ns_t dir_due(struct dir *d, double dep)
+{
+    double extra = d->delay_ns + jitter_draw(d);
+    if (extra < 0)
+        extra = 0;
+    ns_t due = (ns_t)llround(dep + extra);
+    if (!d->c.reorder && due < d->last_due)
+        due = d->last_due;
+    d->last_due = due;
+    return due;
+}
+
+/* ------------------------------------------------------------------ the shared medium */
+
+/*
+ * With medium=shared the two directions take turns on one channel, as 802.11 stations do under
+ * DCF with A-MPDU aggregation and block acks (the defaults are 802.11n at 2.4 GHz; the table in
+ * harness/link/settings.py gives each with its source); rate and burst do not apply.  A turn
+ * (TXOP) starts when the channel is free and a direction has frames waiting,
+ * s = max(channel free, the first waiting frame's arrival), and lasts
+ *   access    SIFS + aifsn slots (DIFS with aifsn 2) + the mean backoff, cwmin/2 slots
+ *   PPDU      preamble + the A-MPDU's bytes * 8 / phy_rate + signal_ext
+ *   response  SIFS + blockack + signal_ext
+ * It carries frames of one direction that arrived by the end of its access (when a station builds
+ * its A-MPDU): at most agg_frames MPDUs from the first 64 not yet through (the block ack window),
+ * agg_bytes bytes and an agg_time PPDU (preamble + frames), and always at least one.  On the air a
+ * frame is mpdu_overhead bytes longer than on Ethernet, padded to 4 bytes.  When both directions
+ * have frames waiting when the channel is free they alternate, as DCF gives each station an equal
+ * chance (collisions are not modelled).  Each MPDU is lost with probability fer and sent again in
+ * a later turn, up to retry_limit transmissions, then dropped ("air").  Frames leave the air at the
+ * end of their turn and in order (the receiver's reorder buffer holds what follows a lost frame
+ * until that one is through or dropped), then take the one-way delay and jitter.  Everything is in
+ * link time, as the wire's serialisation is.
+ */
+#define AIR_WINDOW 64
+
+struct medium {
+    int on;
+    double access_ns, preamble_ns, ext_ns, sifs_ns, ba_ns, agg_time_ns, ns_per_byte, fer;
+    uint64_t overhead, agg_frames, agg_bytes, retry_limit;
+    double free_at; /* link time the channel is free again */
+    int last;       /* the direction of the last turn (-1: none yet) */
+    struct dir *dirs;
+};
+static struct medium g_air = {.last = -1};
+
+static void air_init(const struct link_conf *lc, struct dir *dirs)
+{
+    double ns = 1e9 * g_dilation; /* link ns in a board second */
+    g_air.on = !strcmp(lc->medium, "shared");
+    g_air.access_ns = (lc->sifs + (double)lc->aifsn * lc->slot + (double)lc->cwmin / 2.0 * lc->slot) * ns;
+    g_air.preamble_ns = lc->preamble * ns;
+    g_air.ext_ns = lc->signal_ext * ns;
+    g_air.sifs_ns = lc->sifs * ns;
+    g_air.ba_ns = lc->blockack * ns;
+    g_air.agg_time_ns = lc->agg_time * ns;
+    g_air.ns_per_byte = 8e9 / (double)lc->phy_rate * g_dilation;
+    g_air.fer = lc->fer;
+    g_air.overhead = lc->mpdu_overhead;
+    g_air.agg_frames = lc->agg_frames;
+    g_air.agg_bytes = lc->agg_bytes;
+    g_air.retry_limit = lc->retry_limit;
+    g_air.free_at = -1e18;
+    g_air.dirs = dirs;
+    if (g_air.on && (dirs[TO_DEVICE].c.rate || dirs[TO_PEER].c.rate))
+        fprintf(stderr, "netrepro-link: medium=shared: the air runs at phy_rate %" PRIu64 " bit/s; rate and burst "
+                "do not apply\n", lc->phy_rate);
+}
+
+static struct frame *aq_at(const struct dir *d, size_t i) { return d->aq[(d->aq_head + i) % d->aq_cap]; }
+
+/* an admitted frame waits for its turn on the air */
+static void air_admit(struct dir *d, struct frame *f)
+{
+    if (d->aq_n == d->aq_cap) {
+        size_t ncap = d->aq_cap ? d->aq_cap * 2 : 1024;
+        struct frame **nq = xmalloc(ncap * sizeof(*nq));
+        for (size_t i = 0; i < d->aq_n; i++)
+            nq[i] = aq_at(d, i);
+        free(d->aq);
+        d->aq = nq;
+        d->aq_cap = ncap;
+        d->aq_head = 0;
+    }
+    d->aq[(d->aq_head + d->aq_n) % d->aq_cap] = f;
+    d->aq_n++;
+    d->aq_wait++;
+    d->aq_wait_bytes += f->len;
+    if (d->aq_wait > d->hwm_pkts)
+        d->hwm_pkts = d->aq_wait;
+    if (d->aq_wait_bytes > d->hwm_bytes)
+        d->hwm_bytes = d->aq_wait_bytes;
+}
+
+/* a frame's bytes on the air: an A-MPDU subframe, padded to 4 bytes */
+static uint64_t air_bytes(uint32_t len) { return ((uint64_t)len + g_air.overhead + 3) & ~(uint64_t)3; }
+
+/* when the next turn's access starts (INFINITY: nothing waits), and whose turn it is */
+static double air_next(int *winner)
+{
+    double first[NDIR], s = INFINITY;
+    for (int i = 0; i < NDIR; i++) {
+        const struct dir *d = &g_air.dirs[i];
+        first[i] = d->aq_n ? (double)aq_at(d, 0)->arrival : INFINITY; /* the head always waits */
+        if (first[i] < s)
+            s = first[i];
+    }
+    if (s == INFINITY)
+        return s;
+    if (s < g_air.free_at)
+        s = g_air.free_at;
+    if (first[TO_DEVICE] <= s && first[TO_PEER] <= s) /* both contend: take turns */
+        *winner = g_air.last >= 0 ? 1 - g_air.last : first[TO_PEER] < first[TO_DEVICE] ? TO_PEER : TO_DEVICE;
+    else
+        *winner = first[TO_DEVICE] <= s ? TO_DEVICE : TO_PEER;
+    return s;
+}
+
+/* direction w's turn, its access starting at s */
+static void air_turn(int w, double s)
+{
+    struct dir *d = &g_air.dirs[w];
+    double p = s + g_air.access_ns; /* the PPDU starts: the A-MPDU is what has arrived by now */
+    struct frame *sel[AIR_WINDOW];
+    uint64_t k = 0, bytes = 0;
+    size_t window = d->aq_n < AIR_WINDOW ? d->aq_n : AIR_WINDOW;
+    for (size_t i = 0; i < window && k < g_air.agg_frames; i++) {
+        struct frame *f = aq_at(d, i);
+        if (f->state != AIR_WAITING)
+            continue;
+        if ((double)f->arrival > p)
+            break;
+        uint64_t b = air_bytes(f->len);
+        if (k && (bytes + b > g_air.agg_bytes ||
+                  (g_air.agg_time_ns > 0 &&
+                   g_air.preamble_ns + (double)(bytes + b) * g_air.ns_per_byte > g_air.agg_time_ns)))
+            break;
+        sel[k++] = f;
+        bytes += b;
+    }
+    double e = p + g_air.preamble_ns + (double)bytes * g_air.ns_per_byte + g_air.ext_ns + g_air.sifs_ns +
+               g_air.ba_ns + g_air.ext_ns;
+    d->airtime_ns += e - s;
+    d->txops++;
+    g_air.free_at = e;
+    g_air.last = w;
+    for (uint64_t j = 0; j < k; j++) {
+        struct frame *f = sel[j];
+        if (f->tries++)
+            d->air_retries++;
+        int lost = g_air.fer > 0 && rng_unit(&d->rng_air) < g_air.fer;
+        if (lost && f->tries < g_air.retry_limit)
+            continue; /* the block ack asks for it again */
+        f->state = lost ? AIR_LOST : AIR_THROUGH;
+        d->aq_wait--;
+        d->aq_wait_bytes -= f->len;
+    }
+    /* off the air in order, at the end of the turn */
+    while (d->aq_n && aq_at(d, 0)->state != AIR_WAITING) {
+        struct frame *f = aq_at(d, 0);
+        d->aq_head = (d->aq_head + 1) % d->aq_cap;
+        d->aq_n--;
+        if (f->state == AIR_LOST) {
+            count_drop(d, (ns_t)llround(e), R_AIR, f->n, f->data, f->len);
+            free(f);
+            continue;
+        }
+        f->due = dir_due(d, e);
+        f->order = d->order++;
+        heap_push(d, f);
+    }
+}
+
+/* take every turn whose A-MPDU is settled by link time t */
+static void air_advance(ns_t t)
+{
+    int w = 0;
+    double s;
+    while ((s = air_next(&w)) != INFINITY && s + g_air.access_ns <= (double)t)
+        air_turn(w, s);
+}
+
+/* when the next turn's A-MPDU is settled (INT64_MAX: nothing waits) */
+static ns_t air_deadline(void)
+{
+    int w = 0;
+    double s = air_next(&w);
+    return s == INFINITY ? INT64_MAX : (ns_t)ceil(s + g_air.access_ns);
 }
 
 /* a frame arrives at time now (ns since g_t0) */
@@ -1370,10 +1577,27 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     }
 
     /* queue limit */
+    if (g_air.on)
+        air_advance(now);
     q_advance(d, now);
-    if ((d->c.limit && d->q_n >= d->c.limit) || (d->c.limit_bytes && d->q_bytes + len > d->c.limit_bytes) ||
-        d->heap_n >= g_max_inflight) {
+    uint64_t q_n = g_air.on ? d->aq_wait : d->q_n, q_bytes = g_air.on ? d->aq_wait_bytes : d->q_bytes;
+    if ((d->c.limit && q_n >= d->c.limit) || (d->c.limit_bytes && q_bytes + len > d->c.limit_bytes) ||
+        d->heap_n + d->aq_n >= g_max_inflight) {
         count_drop(d, now, R_QUEUE, n, data, len);
+        return;
+    }
+
+    struct frame *f = xmalloc(sizeof(*f) + len);
+    f->n = n;
+    f->len = len;
+    f->arrival = now;
+    f->tries = 0;
+    f->state = AIR_WAITING;
+    memcpy(f->data, data, len);
+    if (g_air.on) {
+        air_admit(d, f);
+        if (d->id == TO_PEER)
+            pcap_write(now + g_t0, data, len); /* device side: stamped on arrival from the device */
         return;
     }
 
@@ -1397,20 +1621,8 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     }
 
     /* delay */
-    double extra = d->delay_ns + jitter_draw(d);
-    if (extra < 0)
-        extra = 0;
-    ns_t due = (ns_t)llround(dep + extra);
-    if (!d->c.reorder && due < d->last_due)
-        due = d->last_due;
-    d->last_due = due;
-
-    struct frame *f = xmalloc(sizeof(*f) + len);
-    f->due = due;
+    f->due = dir_due(d, dep);
     f->order = d->order++;
-    f->n = n;
-    f->len = len;
-    memcpy(f->data, data, len);
     heap_push(d, f);
 
     if (d->id == TO_PEER)
@@ -1498,6 +1710,11 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
                 g_clk.ticks, board_ns / 1e9 / g_dilation, wall_ns / 1e9,
                 board_ns > 0 ? wall_ns / board_ns * g_dilation : 0.0, g_clk.max_lag_ns / 1e6 / g_dilation);
     }
+    if (g_air.on) {
+        double board_s = now / 1e9 / g_dilation;
+        fprintf(f, ",\n  \"medium\": \"shared\",\n  \"txops_per_s\": %.3f",
+                board_s > 0 ? (double)(dirs[TO_DEVICE].txops + dirs[TO_PEER].txops) / board_s : 0.0);
+    }
     for (int i = 0; i < NDIR; i++) {
         struct dir *d = &dirs[i];
         q_advance(d, now);
@@ -1506,16 +1723,21 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
                 ",\n    \"frames_out\": %" PRIu64 ",\n    \"bytes_out\": %" PRIu64 ",\n    \"dropped\": {",
                 dir_name[i], d->frames_in, d->bytes_in, d->frames_out, d->bytes_out);
         for (int r = 0; r < NREASON; r++)
-            fprintf(f, "%s\"%s\": %" PRIu64, r ? ", " : "", reason_name[r], d->dropped[r]);
+            if (r != R_AIR || g_air.on)
+                fprintf(f, "%s\"%s\": %" PRIu64, r ? ", " : "", reason_name[r], d->dropped[r]);
         fprintf(f,
                 "},\n    \"queue_hwm_pkts\": %" PRIu64 ",\n    \"queue_hwm_bytes\": %" PRIu64
                 ",\n    \"queue_pkts\": %zu,\n    \"in_flight\": %zu,\n    \"late_us_mean\": %.3f,\n"
                 "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 ",\n    \"overflow\": \"%s\",\n"
-                "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d\n  }",
-                d->hwm_pkts, d->hwm_bytes, d->q_n, d->heap_n,
+                "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d",
+                d->hwm_pkts, d->hwm_bytes, g_air.on ? (size_t)d->aq_wait : d->q_n, d->heap_n + d->aq_n,
                 d->late_n ? d->late_sum_ns / d->late_n / 1e3 / g_dilation : 0.0, d->late_max_ns / 1e3 / g_dilation,
                 d->late_over_100us, d->c.overflow, d->out->sndbuf,
                 d->out->sock_frames);
+        if (g_air.on) /* the air: link time its turns took, the turns, the MPDUs sent again */
+            fprintf(f, ",\n    \"airtime_s\": %.9f,\n    \"txops\": %" PRIu64 ",\n    \"air_retries\": %" PRIu64,
+                    d->airtime_ns / 1e9 / g_dilation, d->txops, d->air_retries);
+        fputs("\n  }", f);
     }
     fputs("\n}\n", f);
     if (fclose(f) != 0 || rename(tmp, g_stats_path) != 0)
@@ -1704,6 +1926,11 @@ static ns_t next_deadline(struct loop *L)
         if (t < deadline)
             deadline = t;
     }
+    if (g_air.on) {
+        ns_t t = air_deadline(); /* the next turn's A-MPDU is settled */
+        if (t < deadline)
+            deadline = t;
+    }
     if (g_files_dirty && L->last_flush + NS_PER_S < deadline)
         deadline = L->last_flush + NS_PER_S;
     return deadline;
@@ -1760,6 +1987,8 @@ static int xppoll(struct loop *L, ns_t timeout)
 static void loop_once(struct loop *L)
 {
     ns_t now = link_now();
+    if (g_air.on)
+        air_advance(now);
     for (int i = 0; i < NDIR; i++)
         dir_deliver(&L->dirs[i], now);
 
@@ -1836,7 +2065,7 @@ int main(int argc, char **argv)
     uint64_t tmp;
     int tap_mtu = 0, die_with_parent = 0, nice_level = 0, nice_set = 0, rt_prio = 0;
     struct waiter w = {.spin_max = 100000, .budget = 0.15};
-    struct link_conf lc; /* the link-wide settings: --seed, --snaplen */
+    struct link_conf lc; /* the link-wide settings: --seed, --snaplen, the medium's */
     link_defaults(&lc);
 
     for (int i = 1; i < argc; i++) {
@@ -2021,6 +2250,7 @@ int main(int argc, char **argv)
     struct dir dirs[NDIR];
     dir_init(&dirs[TO_DEVICE], TO_DEVICE, &conf[TO_DEVICE], lc.seed, &dev_ep);
     dir_init(&dirs[TO_PEER], TO_PEER, &conf[TO_PEER], lc.seed, &peer_ep);
+    air_init(&lc, dirs);
     endpoint_try_connect(&dev_ep, 0);
     endpoint_try_connect(&peer_ep, 0);
 

@@ -15,7 +15,8 @@ A row gives a setting's
             when empty; "{way}" names the direction);
   user      False for what the platform's [nic] sets (LinkSpec.paced_to_device and
             overflowing_to_device), which presets, overrides and the command line do not offer;
-  scope     "direction" (one value each way) or "link" (one value for the whole link).
+  scope     "direction" (one value each way) or "link" (one value for the whole link);
+  doc       for a setting without a command-line option: what it means and where its default comes from.
 
 Adding a setting is one row here plus its use in netrepro_link.c (its struct member, default,
 parser and range check come from the row).
@@ -231,6 +232,7 @@ class Setting:
     user: bool = True
     scope: str = "direction"
     cli_type: Callable[[str], Any] = str  # what argparse converts the option's text with
+    doc: str = ""  # what a setting without a command-line option means, and where its default comes from
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -261,6 +263,50 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("seed", "seed", 1, parse_count, Whole(), cli="seed of the loss models", scope="link", cli_type=int),
     Setting("snaplen", "snaplen", 0, parse_size, Whole(0, 262144), cli="bytes of each frame kept in the capture",
             scope="link"),
+    # link-wide: the medium. "wire": two independent lines, one each way (rate, burst). "shared": one radio
+    # channel that both directions take turns on (802.11 DCF with A-MPDU aggregation and block acks; see
+    # netrepro_link.c, "the shared medium"); rate and burst then do not apply, phy_rate does. The defaults
+    # are 802.11n (HT) at 2.4 GHz, IEEE Std 802.11-2016 clause 19 (HT PHY) and clause 10 (MAC).
+    Setting("medium", "medium", "wire", parse_word, Choice(("wire", "shared")), scope="link",
+            doc="wire: a line each way; shared: one channel both directions take turns on"),
+    Setting("phy_rate", "phy_rate_bps", 65_000_000, parse_rate, Whole(1), scope="link",
+            doc="the PHY data rate of the aggregated frames: 65 Mbit/s is HT MCS 7, 20 MHz, one spatial stream, "
+                "800 ns guard interval (802.11-2016 19.5, the HT MCS tables)"),
+    Setting("slot", "slot_s", 9e-6, parse_time, Real(0, 1), scope="link",
+            doc="aSlotTime: 9 us, the short slot of HT/ERP at 2.4 GHz (802.11-2016 19.4.4, HT PHY "
+                "characteristics)"),
+    Setting("sifs", "sifs_s", 10e-6, parse_time, Real(0, 1), scope="link",
+            doc="aSIFSTime: 10 us at 2.4 GHz (802.11-2016 19.4.4)"),
+    Setting("aifsn", "aifsn", 2, parse_count, Whole(1, 15), scope="link",
+            doc="slots after SIFS before the backoff: 2 is DCF's DIFS = SIFS + 2 slots = 28 us (802.11-2016 "
+                "10.3.2.3, IFS); EDCA's best effort is 3"),
+    Setting("cwmin", "cwmin", 15, parse_count, Whole(0, 1023), scope="link",
+            doc="aCWmin: 15 (802.11-2016 19.4.4); a turn waits the mean backoff, cwmin/2 slots"),
+    Setting("preamble", "preamble_s", 36e-6, parse_time, Real(0, 1), scope="link",
+            doc="the data PPDU's preamble and headers: HT-mixed, one stream: L-STF 8 + L-LTF 8 + L-SIG 4 + "
+                "HT-SIG 8 + HT-STF 4 + HT-LTF 4 = 36 us (802.11-2016 19.3.6, timing constants)"),
+    Setting("signal_ext", "signal_ext_s", 6e-6, parse_time, Real(0, 1), scope="link",
+            doc="aSignalExtension after every OFDM PPDU at 2.4 GHz: 6 us (802.11-2016 19.4.4)"),
+    Setting("blockack", "blockack_s", 32e-6, parse_time, Real(0, 1), scope="link",
+            doc="the compressed BlockAck (32 bytes) at 24 Mbit/s non-HT OFDM, the highest mandatory rate not "
+                "above MCS 7's 54 Mbit/s reference rate: 20 us preamble + ceil((16 + 256 + 6) / 96) = 3 symbols "
+                "of 4 us = 32 us, plus its signal extension"),
+    Setting("mpdu_overhead", "mpdu_overhead_bytes", 28, parse_size, Whole(0, 4096), scope="link",
+            doc="bytes an Ethernet frame gains as an A-MPDU subframe: delimiter 4 + QoS data header 26 + "
+                "LLC/SNAP 8 + FCS 4 - Ethernet header 14 = 28, then padded to 4 bytes (802.11-2016 9.2, 9.7)"),
+    Setting("agg_frames", "agg_frames", 64, parse_count, Whole(1, 64), scope="link",
+            doc="most MPDUs a turn carries: 64, the HT block ack window (802.11-2016 10.24)"),
+    Setting("agg_bytes", "agg_bytes", 65535, parse_size, Whole(1), scope="link",
+            doc="most A-MPDU bytes a turn carries: 65535, HT's largest A-MPDU, 2^(13+3) - 1 (802.11-2016 "
+                "9.4.2.56, HT Capabilities)"),
+    Setting("agg_time", "agg_time_s", 5.484e-3, parse_time, Real(0, 1), scope="link",
+            doc="longest data PPDU (preamble + frames): 5.484 ms, the longest HT-mixed PPDU its L-SIG can "
+                "announce (802.11-2016 19.3.9.3, L-SIG; ns-3 uses it too); 0: no limit"),
+    Setting("fer", "fer", 0.0, parse_percent, Real(0, 1), scope="link",
+            doc="chance that an MPDU of a turn is lost on the air (its block ack asks for it again)"),
+    Setting("retry_limit", "retry_limit", 7, parse_count, Whole(1, 255), scope="link",
+            doc="transmissions of an MPDU before it is dropped (reason air): dot11ShortRetryLimit 7 "
+                "(802.11-2016 Annex C)"),
 )
 
 SETTING = {s.name: s for s in SETTINGS}
