@@ -29,7 +29,12 @@ socket toward the device holds unread to N full-size frames (through SO_SNDBUF; 
 the kernel's minimum), so that what waits in front of the device is its NIC's ring and a
 small FIFO rather than the kernel's socket queue (``net.unix.max_dgram_qlen``, 11 frames).
 
-Everything is per direction: ``to_device`` is peer -> device, ``to_peer`` device -> peer.
+With ``medium="shared"`` (link-wide) step 3 is one radio channel instead of a line each way:
+both directions take turns (TXOPs) that aggregate frames (802.11n's A-MPDU and block ack, with
+DCF's channel access, fair turns, and an optional frame error rate with MAC retries; the
+defaults are 802.11n at 2.4 GHz, each with its source in settings.py).
+
+Everything else is per direction: ``to_device`` is peer -> device, ``to_peer`` device -> peer.
 The capture is taken at the device side of the link: device -> peer frames are stamped
 when they arrive from the device, peer -> device frames when they are handed to it.
 Dropped frames are in the drops log, not in the capture (except a device -> peer frame

@@ -247,5 +247,6 @@ LinkSpec = _settings_class(
      ("to_peer", "Direction", dataclasses.field(default_factory=Direction)),
      *_fields(LINK_SETTINGS)],
     _LinkSpecMethods,
-    "Both directions of the link, the loss models' seed and the capture's snap length (0: whole frames).",
+    "Both directions of the link, the loss models' seed, the capture's snap length (0: whole frames) and the "
+    "medium (a wire, or one shared channel with its 802.11 timing).",
 )
