@@ -86,7 +86,9 @@ def test_eight_mib_discard_reproduces_the_report(netrepro, no_leftovers):
     notes = {c["case"]: c["claim_notes"] for c in found.values()}
     for case, mss in ((default, 536), (tuned, 1460)):
         assert case["device_mss"] == mss, notes
-        assert case["verdict"] == "sender-limited", case["verdict_reason"]
+        # the board's core busy through the transfer, window open: what the report's figures imply
+        assert case["verdict"] == "cpu-limited", case["verdict_reason"]
+        assert case["device_cpu_percent"] >= 90, case["verdict_reason"]
         run = Path(case["run_dirs"][0])
         result = json.loads((run / "result.json").read_text())
         assert result["bytes"] == 8 * 1024 * 1024 and result["workload"]["chunk"] == mss
