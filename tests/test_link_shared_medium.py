@@ -113,6 +113,24 @@ def test_one_frame_a_turn_takes_the_formulas_time(root):
     assert late[len(late) // 2] < 1 * MS, f"lateness {[x // 1000 for x in late]} us"
 
 
+def test_turns_are_in_the_boards_time(root):
+    """Device time: with dilation D a turn takes D times as long on the wall, and the airtime counter
+    reads in the board's time, as every other figure of the link does."""
+    spec = shared(phy_rate="6.5mbit")
+    turn, dilation = turn_s(spec, [1514]), 3.0
+    late = []
+    bench = Bench(spec, root)
+    bench.link.dilation = dilation
+    with bench as b:
+        for i in range(4):
+            sent = b.from_device(raw_frame(i))
+            (t, _), *_ = b.at_peer(1)
+            late.append(t - sent - turn * dilation * 1e9)
+        counters = b.link.stop()
+    assert counters.to_peer.txops == 4 and counters.to_peer.airtime_s == pytest.approx(4 * turn, abs=1e-8)
+    assert min(late) >= -50_000 and statistics.median(late) < 1 * MS, f"lateness {[x // 1000 for x in late]} us"
+
+
 def test_an_aggregated_turn_and_the_frame_limit(root):
     """16 frames queued at once with agg_frames 8: two turns of 8, delivered in two bursts a turn apart.
     A long access (50 us slots, CWmin 1023: 25.6 ms) lets every frame arrive before the first A-MPDU is built;
