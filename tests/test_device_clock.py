@@ -15,7 +15,7 @@ import pytest
 
 from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware
-from harness.rig.devicetime import plan_time
+from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS, plan_time
 from harness.rig.engine import make_engine
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
@@ -70,8 +70,10 @@ def board(request, tree, tmp_path_factory):
         console = engine.start(timeout=60)
         milli = round(device_time.dilation * 1000)
         tick = fields(console.command(f"tick {milli}"), "TICK")
-        # The timer's new period: one board ms is D ms of its input clock.
-        assert tick == {"dilation_milli": milli, "period": round(tick_input_hz(platform) * milli / 1_000_000)}
+        # The timer's new period: one board ms is D ms of its input clock, in CLOCK_SUBTICKS_PER_MS interrupts
+        # (each sends the board's clock to the link).
+        period = round(tick_input_hz(platform) * milli / (1_000_000 * CLOCK_SUBTICKS_PER_MS))
+        assert tick == {"dilation_milli": milli, "period": period}
         yield Board(platform, console, device_time.dilation, device_time.model_mips)
 
 
