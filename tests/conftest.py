@@ -20,7 +20,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 # The suite's device-time runs use the platforms' own host rates, never a calibration this host
 # keeps for its user (tests that calibrate write here).
-os.environ["NETREPRO_CALIBRATION"] = str(Path(os.environ.get("TMPDIR", "/tmp")) / f"nr-test-calibration-{os.getpid()}")
+_TMP = Path(os.environ.get("TMPDIR", "/tmp"))
+os.environ["NETREPRO_CALIBRATION"] = str(_TMP / f"netrepro-test-calibration-{os.getpid()}")
 
 # Orphans of the processes tests start (e.g. a CLI run interrupted) are re-parented to this
 # process instead of init, so a leak still shows up among its descendants.

@@ -178,7 +178,6 @@ def _host_rate(given: float | None, cpu: CpuModel, platform: str | None) -> tupl
 def calibration_path(platform: str) -> Path:
     """Where `netrepro calibrate PLATFORM` keeps what it measured on this host."""
     folder = Path(os.environ[CALIBRATION_ENV]) if os.environ.get(CALIBRATION_ENV) else cache_dir("calibration")
-    folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{platform}.json"
 
 

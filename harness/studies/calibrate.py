@@ -81,7 +81,9 @@ def calibrate(platform: Platform, tree: Path, seconds: float = 3.0, progress: Pr
         planned_dilation=planned.dilation, kept_dilation=round(kept, 3), sustained_mips=round(sustained, 1),
         host_mips=1000.0 / 2**shift, icount_shift=shift, load=f"sock-rx over {link_name}, {seconds:g} s",
         qemu=_qemu_version(platform), measured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
-    calibration_path(platform.name).write_text(json.dumps(calibration.as_dict(), indent=2) + "\n")
+    path = calibration_path(platform.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(calibration.as_dict(), indent=2) + "\n")
     return calibration
 
 
