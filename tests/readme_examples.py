@@ -51,7 +51,8 @@ COMMAND_TIMEOUT_S = 900
 FENCES = RawFencedCodeBlockLexer(info_pattern=re.compile(r"(?P<language>[^\n]*)$\n", re.M))
 MARKER_BEFORE = re.compile(r"<!--\s*example:(?P<body>(?:(?!-->).)*)-->\s*\Z", re.S)
 COMMAND_LANGUAGES = ("sh", "console")
-CLAIMS = ("holds", "FAILS")
+CLAIMS = ("holds", "FAILS", "unknown")
+AGREES = ("yes", "no", "fitted")  # a figure against the report's
 
 
 # ------------------------------------------------------------------ parsing
@@ -303,7 +304,8 @@ def check_options(argv: list[str]) -> str | None:
 # ------------------------------------------------------------------ shapes
 
 _PATH = re.compile(r"(?:(?<=[\s(])|^)(?:/|\./|~/|runs/)[^\s;,)]*")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+_RUNS = re.compile(r"\b(runs?)\b")  # "1 run", "3 runs"
 
 
 def _verdicts() -> tuple[str, ...]:
@@ -313,13 +315,14 @@ def _verdicts() -> tuple[str, ...]:
 
 
 def shape(line: str) -> tuple[str, ...]:
-    """A line's cells (split at two or more spaces) with the figures made free: numbers, paths,
-    verdicts and claim outcomes; words, units and column names stay as they are."""
+    """A line's cells (split at two or more spaces) with the figures made free: numbers (and their
+    signs), paths, verdicts, agreement and claim outcomes; words, units and column names stay."""
     verdicts = _verdicts()
     cells = []
     for cell in re.split(r"\s{2,}", line.strip()):
-        cell = _NUMBER.sub("<n>", _PATH.sub("<path>", cell))
-        cells.append("<verdict>" if cell in verdicts else "<claim>" if cell in CLAIMS else cell)
+        cell = _RUNS.sub("run(s)", _NUMBER.sub("<n>", _PATH.sub("<path>", cell)))
+        cells.append("<verdict>" if cell in verdicts else "<claim>" if cell in CLAIMS else
+                     "<agrees>" if cell in AGREES else cell)
     return tuple(cells)
 
 
