@@ -304,7 +304,7 @@ def check_options(argv: list[str]) -> str | None:
 # ------------------------------------------------------------------ shapes
 
 _PATH = re.compile(r"(?:(?<=[\s(])|^)(?:/|\./|~/|runs/)[^\s;,)]*")
-_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?:(?<![\w.])[+-])?\d+(?:\.\d+)?")  # a sign only where no figure ends before it
 _RUNS = re.compile(r"\b(runs?)\b")  # "1 run", "3 runs"
 
 
@@ -327,11 +327,12 @@ def shape(line: str) -> tuple[str, ...]:
 
 
 def _table_rows(doc: list[str]) -> set[int]:
-    """Indexes of the table rows in a block: the lines under a rule (----) with the header's cells."""
+    """Indexes of the table rows in a block: the lines under a rule (----) with as many cells as the
+    first of them (a header may join two narrow column names with one space)."""
     rows: set[int] = set()
-    for i in range(1, len(doc)):
-        if re.fullmatch(r"-{10,}", doc[i].strip()):
-            width = len(shape(doc[i - 1]))
+    for i in range(1, len(doc) - 1):
+        if re.fullmatch(r"-{10,}", doc[i].strip()) and i - 1 not in rows:  # not the rule closing a table
+            width = len(shape(doc[i + 1]))
             j = i + 1
             while j < len(doc) and doc[j].strip() and len(shape(doc[j])) == width:
                 rows.add(j)
@@ -342,7 +343,7 @@ def _table_rows(doc: list[str]) -> set[int]:
 def compare_shape(doc: list[str], printed: list[str], from_first_match: bool = False) -> str | None:
     """None if what the command printed has the shape of the README's lines, in order. README
     rows of cases the shortened command did not run are passed over (they keep the table's
-    columns); from_first_match: the README shows only the part from its first line on."""
+    columns); from_first_match: the README shows only a part, from its first line to its last."""
     doc = [line.rstrip() for line in doc]
     while doc and not doc[-1]:
         doc.pop()
@@ -361,6 +362,8 @@ def compare_shape(doc: list[str], printed: list[str], from_first_match: bool = F
     for line in printed:
         while i < len(doc) and i in rows and shape(doc[i]) != shape(line):
             i += 1
+        if i == len(doc) and from_first_match:
+            break  # the README shows a part: from its first line to its last
         if i == len(doc):
             return f"the command printed {line!r}, which the README's output does not show"
         if shape(doc[i]) != shape(line):
