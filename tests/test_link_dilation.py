@@ -33,20 +33,22 @@ def root(tmp_path_factory):
 
 
 def _round_trips(root: Path, dilation: float, rtt_s: float = 0.0055, count: int = 8) -> tuple[list[float], list[int]]:
-    """(RTT of each exchange as the capture shows it, as the wall clock did), device frame answered by the peer."""
+    """(RTT of each exchange as the capture shows it, as the wall clock did), device frame answered by the peer.
+    The time this test took to answer (from the kernel's receive stamp to its send) is the peer's, not the link's:
+    it is taken out of both, in the board's time for the capture."""
     spec = LinkSpec.from_preset({"rtt": f"{rtt_s * 1e3:g}ms"})
-    wall = []
+    wall, answer = [], []
     with _bench(spec, root, dilation) as b:
         for i in range(count):
             sent = b.from_device(raw_frame(i, 200))
-            b.at_peer(1)
-            b.from_peer(raw_frame(100 + i, 200, PEER_MAC, DEV_MAC))
+            (received, _), *_ = b.at_peer(1)
+            answer.append(b.from_peer(raw_frame(100 + i, 200, PEER_MAC, DEV_MAC)) - received)
             (arrived, _), *_ = b.at_device(1)
-            wall.append(arrived - sent)
+            wall.append(arrived - sent - answer[-1])
         b.link.stop()
     records = read_pcap(b.link.pcap_path)
     out = {frame_number(f): t for t, f in records}
-    return [out[100 + i] - out[i] for i in range(count)], wall
+    return [out[100 + i] - out[i] - answer[i] / 1e9 / dilation for i in range(count)], wall
 
 
 def test_a_round_trip_reads_in_the_boards_time(root):

@@ -92,7 +92,9 @@ __attribute__((weak)) uint32_t board_spin_instructions(void)
 /* "spin <iterations> [irqoff]": a known instruction loop, for checking an
    emulator's clock: prints the board's milliseconds it took, the
    instructions one iteration executes (0 = unknown) and, where the board
-   counts them, the CPU cycles (0 = not counted). */
+   counts them, the CPU cycles (0 = not counted). With irqoff the timer
+   interrupt that counts the board's ms is held, so ms stays near 0: use it
+   for the cycle count only. */
 void cmd_spin(int argc, char **argv)
 {
   uint32_t iterations, t0, cycles;
