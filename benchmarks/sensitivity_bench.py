@@ -1,0 +1,65 @@
+"""Sensitivity of a report's figures to netrepro's assumed inputs, against the stored reproduction.
+
+    python benchmarks/sensitivity_bench.py openmv-rt1060 [--repeats 1] [--plan]
+
+The baseline is benchmarks/results/reproduce-<report>.json (the last reproduction on this machine,
+the one the README's table shows): each case that depends on an assumed input runs again with that
+input at the low end of its plausible range, then at the high end, exactly as
+`./netrepro reproduce REPORT --sensitivity` does after its own reproduction (which it would repeat).
+Writes benchmarks/results/sensitivity-<report>.json and .txt; `--plan` only prints what would run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.core.progress import Progress  # noqa: E402
+from harness.rig.devicetime import TimeChoice  # noqa: E402
+from harness.studies.reproduce import load_report  # noqa: E402
+from harness.studies.sensitivity import format_sensitivity, plan_inputs, planned_runs, sensitivity  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("report")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per case at each end (default 1)")
+    parser.add_argument("--plan", action="store_true", help="print the inputs and the number of runs, run nothing")
+    args = parser.parse_args()
+    stored = json.loads((RESULTS / f"reproduce-{args.report}.json").read_text())
+    choice = TimeChoice(stored.get("time") or "device")
+    cases = [c["case"] for c in stored["cases"]]
+    if args.plan:
+        varied, not_varied = plan_inputs(load_report(args.report), args.report, choice, cases)
+        for item in varied:
+            print(f"{item.name}: {item.low} .. {item.high} (value {item.value})")
+        print(f"{planned_runs(varied, load_report(args.report), cases) * args.repeats} runs; not varied: "
+              f"{[n['input'] if isinstance(n, dict) else n for n in not_varied]}")
+        return
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="nr-sensitivity-") as tmp:
+        found = sensitivity(args.report, {**stored, "run_dir": tmp}, repeats=args.repeats,
+                            seconds=stored.get("seconds"), progress=Progress(), time=choice)
+    wall = time.monotonic() - start
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"sensitivity-{args.report}.json").write_text(json.dumps(
+        {"date": stamp, "wall_seconds": round(wall, 1), "baseline": f"reproduce-{args.report}.json "
+         f"({stored['date']})", **found}, indent=2) + "\n")
+    (RESULTS / f"sensitivity-{args.report}.txt").write_text(
+        f"netrepro sensitivity {args.report} ({stamp}, {wall / 60:.1f} min on this machine; baseline: the stored "
+        f"reproduction of {stored['date']})\n\n{format_sensitivity(found)}\n")
+    print(format_sensitivity(found))
+
+
+if __name__ == "__main__":
+    main()
