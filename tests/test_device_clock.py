@@ -87,8 +87,9 @@ def test_a_known_loop_takes_its_modelled_time_on_the_boards_clock(board):
     expected_ms = iterations * k / board.model_mips / 1000
     assert abs(result["ms"] - expected_ms) <= 0.01 * expected_ms, \
         f"{board.platform.name}: {result['ms']} ms on the board for {expected_ms:.1f} ms of modelled instructions"
-    # The fine clock agrees with the tick: the loop and the two commands around it.
-    assert result["ms"] * 1000 <= load["total_us"] <= result["ms"] * 1000 * 1.02 + 2000, (result, load)
+    # The fine clock agrees with the tick: the loop and the two commands around it, give or take the
+    # tick's own step (a loop that starts just before a tick counts up to one ms more than it took)
+    assert (result["ms"] - 1) * 1000 <= load["total_us"] <= result["ms"] * 1000 * 1.02 + 2000, (result, load)
     assert load["busy_ppm"] > 900_000, load
 
 

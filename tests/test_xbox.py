@@ -6,7 +6,8 @@ it (firmware/nics/e1000), chosen by profile. Pinned here: the report's exact TCP
 QEMU's e1000 holds frames back while its ring is full; the platform's `rx_overflow = "drop"`
 makes the link drop them instead ("device-full"), as nvnet does, so pktdrv's RX collapse (its
 32-entry ring polled every 5 ms overflows at 100 Mbit/s) shows. The 20 Kbit/s pktdrv TX
-collapse is not asserted: it needs a race in nxdk's pktdrv that the stand-in does not have.
+collapse does not reproduce: it needs a race in nxdk's pktdrv that the stand-in does not have, so
+the test pins what the stand-in does (line rate) and the report's table says FAILS.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from harness.core.paths import PROJECT_ROOT
 pytestmark = pytest.mark.real
 
 MSS, WINDOW = 1432, 45 * 1432
+LINE_RATE_CLAIM = 85   # reports/xbox.toml: nvnetdrv "at line rate", at least 85 Mbit/s each way
+SNDBUF_REPORT, BAND = 60, 0.15   # reports/xbox.toml: TCP_SND_BUF 2*MSS gives ~60 Mbit/s; the report's band
 PROFILES = {"pktdrv": "nxdk-pktdrv", "nvnetdrv": "nxdk-nvnetdrv"}
 # board seconds (device time repeats to ~1 %); QEMU's e1000 holds RX ~1 s after RCTL is written: warm up first
 SECONDS, WARMUP = 4.0, 2.0
@@ -83,16 +86,18 @@ def test_rx_nvnetdrv_beats_pktdrv(netrepro):
     assert pkt.analysis.retransmissions > 0, pkt.analysis.verdict_reason
     assert nv_full < 0.01 * nv_in, f"nvnetdrv lost {nv_full} of {nv_in} frames ({nv.run_dir})"
     assert pkt.throughput_mbps <= 0.5 * nv.throughput_mbps, (pkt.throughput_mbps, nv.throughput_mbps)
-    assert nv.throughput_mbps >= 70, nv.throughput_mbps
+    assert nv.throughput_mbps >= LINE_RATE_CLAIM, nv.throughput_mbps
 
 
 def test_tx_send_buffer_default_is_send_buffer_limited(netrepro):
     nv = run(netrepro, PROFILES["nvnetdrv"], "tx")
     small = run(netrepro, "nxdk-nvnetdrv-sndbuf-default", "tx")
     pkt = run(netrepro, PROFILES["pktdrv"], "tx")
-    assert nv.throughput_mbps >= 70, nv.throughput_mbps
+    assert nv.throughput_mbps >= LINE_RATE_CLAIM, nv.throughput_mbps
     assert small.options["TCP_SND_BUF"] == 2 * MSS
     assert small.analysis.verdict == "send-buffer-limited", small.analysis.verdict_reason
-    assert small.throughput_mbps < 0.8 * nv.throughput_mbps, (small.throughput_mbps, nv.throughput_mbps)
-    # No collapse on the stand-in (see the module docstring): pktdrv only has to move data.
-    assert pkt.throughput_mbps > 1, pkt.throughput_mbps
+    assert abs(small.throughput_mbps - SNDBUF_REPORT) <= BAND * SNDBUF_REPORT, small.throughput_mbps
+    # The report's 20 Kbit/s collapse does not happen on the stand-in (see the module docstring):
+    # pinned as what it does, line rate, limited by the link
+    assert pkt.throughput_mbps >= LINE_RATE_CLAIM, pkt.throughput_mbps
+    assert pkt.analysis.verdict == "link-limited", pkt.analysis.verdict_reason
