@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -58,26 +60,49 @@ def socket_dirs() -> set[Path]:
     return set(Path("/tmp").glob("nr-*"))
 
 
-def interrupt_run(args: list[str], started: str, settle_s: float, to_group: bool) -> int:
+def interrupt_run(args: list[str], started: str, settle_s: float, to_group: bool) -> Interrupted:
     """Run `netrepro ARGS`, send SIGINT once its progress shows `started` (after settle_s more),
-    to netrepro alone or, as a terminal's Ctrl-C does, to its whole process group; its exit code."""
+    to netrepro alone or, as a terminal's Ctrl-C does, to its whole process group; its exit code and
+    what it printed. Its output is read to the end, so a full pipe can never hold it up."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stderr=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "CI": ""},
                             start_new_session=to_group)
+    seen = []
     try:
         deadline = time.monotonic() + 120
         for line in proc.stderr:
+            seen.append(line)
             if started in line or time.monotonic() > deadline:
                 break
         time.sleep(settle_s)
+        sent = time.monotonic()
         if to_group:
             os.killpg(proc.pid, signal.SIGINT)
         else:
             proc.send_signal(signal.SIGINT)
-        return proc.wait(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"netrepro still running 30 s after SIGINT; it printed: {''.join(seen)[-800:]}")
+        return Interrupted(proc.returncode, out, "".join(seen) + err, round(time.monotonic() - sent, 1))
     finally:
         if proc.poll() is None:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL) if to_group else proc.kill()
+            proc.wait()
+
+
+@dataclass
+class Interrupted:
+    """What an interrupted netrepro did: exit code, stdout, stderr (progress included), seconds it took to stop."""
+
+    code: int
+    out: str
+    err: str
+    stop_s: float
+
+    def __str__(self) -> str:
+        return f"exit {self.code} {self.stop_s} s after SIGINT; stderr ends: {self.err[-600:]}"
 
 
 @pytest.fixture(scope="session")

@@ -126,9 +126,9 @@ def test_ctrl_c_to_the_terminal_group_stops_the_board_host_too(tmp_path):
     """Every process of the foreground group gets SIGINT, the board host included: it prints its
     summary and exits, and netrepro still tears down the rest and keeps the folder."""
     before, sockets = leftover_processes(), socket_dirs()
-    code = interrupt_run(["run", "ethernut2", "--link", "ethernet", "--workload", "discard", "--chunk", "536",
-                          "--out", str(tmp_path)], "running discard", settle_s=3, to_group=True)
-    assert code == 130
+    stopped = interrupt_run(["run", "ethernut2", "--link", "ethernet", "--workload", "discard", "--chunk", "536",
+                             "--out", str(tmp_path)], "running discard", settle_s=3, to_group=True)
+    assert stopped.code == 130, stopped
     assert leftover_processes() - before == set()
     assert socket_dirs() - sockets == set()
     (run_dir,) = list(Path(tmp_path).iterdir())

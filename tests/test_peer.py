@@ -51,9 +51,9 @@ def test_a_failure_inside_a_run_tears_everything_down(n6, firmware, tmp_path):
 @pytest.mark.parametrize("to_group", [False, True], ids=["signal-to-netrepro", "ctrl-c-to-terminal-group"])
 def test_ctrl_c_during_a_run_stops_everything_and_keeps_the_folder(tmp_path, to_group):
     before, sockets = leftover_processes(), socket_dirs()
-    code = interrupt_run(["run", "openmv-n6", "--workload", "rx", "--seconds", "60", "--out", str(tmp_path)],
-                         "running rx", settle_s=2, to_group=to_group)
-    assert code == 130
+    stopped = interrupt_run(["run", "openmv-n6", "--workload", "rx", "--seconds", "60", "--out", str(tmp_path)],
+                            "running rx", settle_s=2, to_group=to_group)
+    assert stopped.code == 130, stopped
     assert leftover_processes() - before == set()
     assert socket_dirs() - sockets == set()
     (run_dir,) = list(Path(tmp_path).iterdir())

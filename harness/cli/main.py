@@ -44,8 +44,11 @@ from harness.studies.sensitivity import format_sensitivity, positive_count, sens
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    # SIGTERM unwinds like Ctrl-C, so every context manager tears its part down.
+    # SIGTERM unwinds like Ctrl-C, so every context manager tears its part down. SIGINT is set too: a
+    # shell that starts a job in the background (`cmd &` in a script) leaves it ignored, and Python then
+    # keeps it ignored, so a Ctrl-C or kill -INT would leave a run going.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         return int(args.func(args) or 0)
     except NetreproError as exc:
