@@ -10,6 +10,7 @@ import pytest
 from harness.analysis import load_capture
 from harness.link import LinkSpec, read_pcap
 from harness.rig.build import build_firmware
+from harness.rig.devicetime import TimeChoice
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload
 from harness.studies.run import RunPlan
@@ -101,14 +102,15 @@ def test_discard_sends_exactly_the_bytes_asked(n6, after, tmp_path, no_leftovers
 
 
 def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no_leftovers):
-    """16*MSS against 32*MSS at RTT 5.5 ms and 100 Mbit/s: the capture shows what each advertised,
-    and rx reaches most of min(rate, window / RTT) with the RTT the capture measured."""
+    """16*MSS against 32*MSS at RTT 5.5 ms and 100 Mbit/s, in device time: the capture shows what each
+    advertised, and rx reaches most of min(rate, window / RTT) with the RTT the capture measured."""
     before = build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree)
     seen = {}
     for name, firmware, window in (("before", before, 23360), ("after", after, 46720)):
         run_dir = tmp_path / name
         run_dir.mkdir()
-        result = RunPlan(n6, firmware, LINK, Workload("rx", seconds=6)).execute(run_dir)
+        result = RunPlan(n6, firmware, LINK, Workload("rx", seconds=4), time=n6.time(TimeChoice("device"))).execute(
+            run_dir)
         capture = load_capture(result.capture, device_ip="10.77.0.2", link_rate_bps=100e6)
         capture.expect_mss(device=1460)
         capture.expect_no_window_scaling()
@@ -118,13 +120,13 @@ def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no
         assert capture.bound_mbps == pytest.approx(min(100.0, window * 8 / (capture.rtt_ms / 1e3) / 1e6), rel=0.01)
         seen[name] = (result.throughput_mbps, capture.bound_mbps, capture)
     (small, small_bound, small_capture), (large, large_bound, _) = seen["before"], seen["after"]
-    # How close each run comes to its bound (0.92-0.96 in benchmarks/results/rx_bound.md, 0.74 for
-    # 16*MSS on a slower day of this machine) is a host-time figure: the emulated core's queueing
-    # lengthens the RTT under load beyond the capture's base RTT. It is the benchmark's to measure;
-    # the test pins what holds on any host.
+    # In host time how close each run came to its bound depended on the host (0.92-0.96 in
+    # benchmarks/results/rx_bound.md, 0.74 for 16*MSS on a slower day); in device time the figure is the
+    # modelled board's, and each run reaches most of its bound.
     small_capture.expect_verdict("window-limited")
-    assert small <= 1.05 * small_bound, f"16*MSS: {small:.1f} Mbit/s cannot beat its bound {small_bound:.1f}"
-    assert large <= 1.05 * large_bound, f"32*MSS: {large:.1f} Mbit/s cannot beat its bound {large_bound:.1f}"
+    print(f"16*MSS {small:.1f} of {small_bound:.1f}, 32*MSS {large:.1f} of {large_bound:.1f} Mbit/s")
+    assert 0.8 * small_bound <= small <= 1.05 * small_bound, f"16*MSS: {small:.1f} Mbit/s, bound {small_bound:.1f}"
+    assert 0.8 * large_bound <= large <= 1.05 * large_bound, f"32*MSS: {large:.1f} Mbit/s, bound {large_bound:.1f}"
     assert large >= 1.25 * small, f"doubling the window: {small:.1f} -> {large:.1f} Mbit/s"
 
 
