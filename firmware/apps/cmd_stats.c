@@ -1,10 +1,32 @@
 /*
- * "stats": lwIP's counters (those the profile compiled in) and the NIC
- * driver's, one key=value line each.
+ * "stats [used | reap]": lwIP's counters (those the profile compiled in) and
+ * the NIC driver's, one key=value line each.
+ *
+ *   stats       every counter, then the holders `stats used` lists
+ *   stats used  only what is in use now, for the harness's leak check
+ *               (harness/rig/leaks.py), which reads it before a workload and
+ *               after its connections closed: the board's clock (board.ms),
+ *               heap bytes (mem.used), every memp pool's elements
+ *               (memp.NAME.used), the driver's own buffers (nic.buf.NAME),
+ *               the TCP PCBs by state (tcp.pcb.STATE) and the ARP cache's
+ *               entries (etharp.entries)
+ *   stats reap  first frees the PCBs in TIME_WAIT (tcp.pcb.reaped=N), as
+ *               their expiry after 2 * TCP_MSL would, then as `stats used`
+ *
+ * Reaping is what lets the leak check end within a second instead of the
+ * 120 s (lwIP's default TCP_MSL) a closed connection's PCB stays in
+ * TIME_WAIT: tcp_abort() on a TIME_WAIT PCB only unlinks and frees it (no
+ * RST, no callback), exactly what tcp_slowtmr() does when it expires.
  */
+#include <string.h>
+
 #include "lwip/opt.h"
+#include "lwip/etharp.h"
 #include "lwip/memp.h"
 #include "lwip/stats.h"
+#include "lwip/sys.h"
+#include "lwip/tcp.h"
+#include "lwip/priv/tcp_priv.h" /* the PCB lists, to count PCBs by state */
 
 #include "nr_nic.h"
 #include "nr_printf.h"
@@ -72,6 +94,19 @@ static void print_lwip_stats(void)
 #endif
 }
 
+/* Heap bytes and pool elements in use: what a run must give back. */
+static void print_used(void)
+{
+#if MEM_STATS
+  nr_printf("mem.used=%lu\n", (unsigned long)lwip_stats.mem.used);
+#endif
+#if MEMP_STATS
+  for (size_t i = 0; i < MEMP_MAX; i++) {
+    nr_printf("memp.%s.used=%lu\n", memp_names[i], (unsigned long)lwip_stats.memp[i]->used);
+  }
+#endif
+}
+
 #endif /* LWIP_STATS */
 
 static void print_nic_stats(void)
@@ -86,12 +121,131 @@ static void print_nic_stats(void)
             (unsigned long)s->tx_busy, (unsigned long)s->irqs);
 }
 
+/* A driver whose only buffers are lwIP's pbufs (counted in the pools
+   already) holds none of its own and need not define this. */
+__attribute__((weak)) unsigned nic_buffers_in_use(struct nic_buffer_use *out, unsigned max)
+{
+  LWIP_UNUSED_ARG(out);
+  LWIP_UNUSED_ARG(max);
+  return 0;
+}
+
+static void print_nic_buffers(void)
+{
+  struct nic_buffer_use use[NIC_BUFFER_KINDS_MAX];
+  unsigned n = nic_buffers_in_use(use, NIC_BUFFER_KINDS_MAX);
+
+  for (unsigned i = 0; i < n && i < NIC_BUFFER_KINDS_MAX; i++) {
+    nr_printf("nic.buf.%s=%lu\n", use[i].name, (unsigned long)use[i].used);
+  }
+}
+
+#if LWIP_TCP
+/* enum tcp_state's names, in its order (lwIP names them only in debug builds). */
+static const char *const tcp_state_names[] = {
+  "CLOSED", "LISTEN", "SYN_SENT", "SYN_RCVD", "ESTABLISHED", "FIN_WAIT_1",
+  "FIN_WAIT_2", "CLOSE_WAIT", "CLOSING", "LAST_ACK", "TIME_WAIT"
+};
+#define TCP_STATES (sizeof(tcp_state_names) / sizeof(tcp_state_names[0]))
+
+static void count_pcbs(const struct tcp_pcb *pcb, unsigned long *counts)
+{
+  for (; pcb != NULL; pcb = pcb->next) {
+    if ((unsigned)pcb->state < TCP_STATES) {
+      counts[pcb->state]++;
+    }
+  }
+}
+
+/* Every PCB on lwIP's lists, by state (bound ones are CLOSED); a PCB that
+   tcp_new() made and nobody bound is on no list, only in memp.TCP_PCB. */
+static void print_pcbs(void)
+{
+  unsigned long counts[TCP_STATES];
+
+  memset(counts, 0, sizeof(counts));
+  count_pcbs(tcp_bound_pcbs, counts);
+  for (const struct tcp_pcb_listen *l = tcp_listen_pcbs.listen_pcbs; l != NULL; l = l->next) {
+    counts[LISTEN]++;
+  }
+  count_pcbs(tcp_active_pcbs, counts);
+  count_pcbs(tcp_tw_pcbs, counts);
+  for (size_t i = 0; i < TCP_STATES; i++) {
+    nr_printf("tcp.pcb.%s=%lu\n", tcp_state_names[i], counts[i]);
+  }
+}
+
+static void reap_time_wait(void)
+{
+  unsigned long reaped = 0;
+
+  while (tcp_tw_pcbs != NULL) {
+    tcp_abort(tcp_tw_pcbs); /* unlinks it from tcp_tw_pcbs */
+    reaped++;
+  }
+  nr_printf("tcp.pcb.reaped=%lu\n", reaped);
+}
+#endif /* LWIP_TCP */
+
+#if LWIP_ARP && LWIP_IPV4
+static void print_arp_entries(void)
+{
+  unsigned long n = 0;
+  ip4_addr_t *ip;
+  struct netif *netif;
+  struct eth_addr *eth;
+
+  for (size_t i = 0; i < ARP_TABLE_SIZE; i++) {
+    n += (unsigned long)etharp_get_entry(i, &ip, &netif, &eth);
+  }
+  nr_printf("etharp.entries=%lu\n", n);
+}
+#endif
+
+/* What holds memory now besides the counters: the driver's buffers, the
+   PCBs and the ARP entries. */
+static void print_holders(void)
+{
+  print_nic_buffers();
+#if LWIP_TCP
+  print_pcbs();
+#endif
+#if LWIP_ARP && LWIP_IPV4
+  print_arp_entries();
+#endif
+}
+
+/* Stamped with the board's clock, so the harness can bound its wait in the
+   board's time (device time: however slowly the host runs it). */
+static void print_in_use(void)
+{
+  nr_printf("board.ms=%lu\n", (unsigned long)sys_now());
+#if LWIP_STATS
+  print_used();
+#endif
+  print_holders();
+}
+
 void cmd_stats(int argc, char **argv)
 {
-  LWIP_UNUSED_ARG(argc);
-  LWIP_UNUSED_ARG(argv);
+  if (argc == 2 && strcmp(argv[1], "reap") == 0) {
+#if LWIP_TCP
+    reap_time_wait();
+#endif
+    print_in_use();
+    return;
+  }
+  if (argc == 2 && strcmp(argv[1], "used") == 0) {
+    print_in_use();
+    return;
+  }
+  if (argc != 1) {
+    nr_printf("ERROR: usage: stats [used | reap]\n");
+    return;
+  }
 #if LWIP_STATS
   print_lwip_stats();
 #endif
   print_nic_stats();
+  print_holders();
 }

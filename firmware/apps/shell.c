@@ -42,7 +42,8 @@ static const struct command commands[] = {
   { "help",    "help - list commands", cmd_help },
   { "opts",    "opts - effective lwIP options (NAME=VALUE), then FORCED=", cmd_opts },
   { "ip",      "ip [<a.b.c.d>/<prefixlen> [<gw>]] - show or set the address", cmd_ip },
-  { "stats",   "stats - lwIP and driver counters (key=value)", cmd_stats },
+  { "stats",   "stats [used|reap] - lwIP and driver counters (key=value); used: only what is in use now; "
+               "reap: free the TIME_WAIT PCBs first, then as used", cmd_stats },
   { "uptime",  "uptime - milliseconds since boot", cmd_uptime },
   { "spin",    "spin <iterations> [irqoff] - a known instruction loop: SPIN iterations= cycles= ms= "
                "instructions_per_iteration=", cmd_spin },

@@ -56,6 +56,7 @@
 #include "nr_printf.h"
 #include "apps.h"
 #include "shell.h"
+#include "test_leak.h"
 #include "tx_session.h"
 
 #define SOCK_IO_MAX         8192u /* largest write or read size */
@@ -335,6 +336,7 @@ static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
   LWIP_UNUSED_ARG(err); /* lwIP 2.1 only calls this with ERR_OK */
   sb.state = SOCK_RUNNING;
   sb.t_established = sys_now();
+  test_leak_per_connection(); /* nothing unless built with NR_TEST_LEAK_PBUF */
   return ERR_OK;
 }
 

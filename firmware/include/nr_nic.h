@@ -46,4 +46,17 @@ void nic_irq_handler(void);
 
 const struct nic_stats *nic_get_stats(void);
 
+/* Buffers the driver holds of its own (not lwIP's pbufs, which the pools
+   count), as they are now: chip memory, buffers lent to lwIP. The leak check
+   ("stats used", harness/rig/leaks.py) expects each back where it was before
+   a workload once its connections closed. Fills at most max entries and
+   returns how many; a driver that holds none need not define it (cmd_stats.c
+   has a weak one returning 0). */
+struct nic_buffer_use {
+  const char *name; /* a key: nic.buf.<name> */
+  uint32_t used;
+};
+#define NIC_BUFFER_KINDS_MAX 4
+unsigned nic_buffers_in_use(struct nic_buffer_use *out, unsigned max);
+
 #endif

@@ -40,6 +40,8 @@ from harness.studies.reproduce import format_report, reproduce
 from harness.studies.run import Configuration, RunPlan, RunResult
 from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
 
+LEAK_EXIT = 4  # run --check-leaks: the board did not get back what the run took
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
@@ -93,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the result JSON")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--check-leaks", action="store_true",
+                     help=f"exit {LEAK_EXIT} when the board did not get back what the workload's connections took "
+                          "(heap, a memp pool, the NIC's buffers) or could not be checked")
     base = run.add_argument_group("baselines (store: ./.netrepro/baselines, $NETREPRO_BASELINES or --baseline-dir)")
     keep = base.add_mutually_exclusive_group()
     keep.add_argument("--save-baseline", metavar="NAME", help="keep this run's figures and options as baseline NAME")
@@ -353,6 +358,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         path = save_baseline(result, args.save_baseline, args.baseline_dir, link_name=_link_name(args))
         document["baseline_saved"] = str(path)
         lines = [f"baseline {args.save_baseline} saved: {path}"]
+    if args.check_leaks and not (result.leaks and result.leaks.ok):
+        code = code or LEAK_EXIT
+        lines.append(f"leak check FAILED: {result.leaks.short() if result.leaks else 'not run'}; run folder {run_dir}")
     if args.json:
         print(json.dumps(document, indent=2))
     else:
@@ -385,6 +393,8 @@ def format_result(result: RunResult) -> str:
                      f"bound {analysis.bound_mbps} Mbit/s")
         lines.append(f"  verdict  {analysis.verdict}: {analysis.verdict_reason}")
     lines += _time_lines(result)
+    if result.leaks is not None:
+        lines.append(f"  {'LEAKS' if result.leaks.leaks else 'leaks':<9}{result.leaks.summary()}")
     lines.append(f"  folder   {result.run_dir}")
     return "\n".join(lines)
 

@@ -5,6 +5,7 @@
         capture = netrepro.capture(result)
         capture.expect_largest_device_window(46720)   # TCP_WND: the largest window the device advertised
         assert result.throughput_mbps > 30
+        result.expect_no_leaks()   # the board got back what the run's connections took (pools, heap, NIC)
 
     @pytest.mark.parametrize("profile", ["mp-n6-before", "mp-n6-after"])
     def test_both(netrepro, profile): ...
@@ -127,8 +128,14 @@ class Netrepro:
         for key, value in (("throughput_mbps", result.throughput_mbps),
                            ("device_window", analysis.device_window.median),
                            ("device_window_max", analysis.device_window.max), ("device_mss", analysis.device_mss),
-                           ("verdict", analysis.verdict), ("run_dir", result.run_dir)):
+                           ("verdict", analysis.verdict), ("run_dir", result.run_dir),
+                           ("leaks", _leak_property(result))):
             self.request.node.user_properties.append((f"{result.profile}.{key}", value))
+
+
+def _leak_property(result: RunResult) -> str:
+    """The JUnit property of a run's leak check: "none", its leaks ("PBUF_POOL 3 elements, ..."), or why not."""
+    return result.leaks.short() if result.leaks else "not checked"
 
 
 @pytest.fixture(scope="session")

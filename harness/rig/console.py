@@ -147,8 +147,11 @@ class Console:
         """Milliseconds since boot, on the board's own clock."""
         return int(_pairs(self.command("uptime"))["ms"])
 
-    def stats(self) -> dict[str, int]:
-        return {k: int(v) for k, v in _pairs(self.command("stats")).items() if v.lstrip("-").isdigit()}
+    def stats(self, mode: str = "") -> dict[str, int]:
+        """The firmware's counters (`stats`), or only what is in use now (mode "used"; "reap" frees the
+        TIME_WAIT PCBs first: firmware/apps/cmd_stats.c)."""
+        line = f"stats {mode}".strip()
+        return {k: int(v) for k, v in _pairs(self.command(line)).items() if v.lstrip("-").isdigit()}
 
     def ip(self, address: str | None = None, prefix: int = 24, gateway: str | None = None) -> dict[str, str]:
         """Read the interface configuration, or set it when an address is given."""

@@ -30,6 +30,9 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 _OPTION_HEADERS = ("include/lwip/*opt*.h", "include/lwip/apps/*_opts.h", "include/netif/ppp/ppp_opts.h")
 # Option-name prefixes too generic to say a name is meant as an lwIP option.
 _GENERIC_PREFIXES = {"NO", "DEFAULT", "API", "LINK", "INET", "SO"}
+# The firmware's own test-only options (e.g. NR_TEST_LEAK_PBUF, a deliberate leak for the leak
+# check's test): `--set` takes a name the firmware's sources read as it takes lwIP's options.
+_FIRMWARE_TEST_OPTION = re.compile(r"\bNR_TEST_[A-Z0-9_]+\b")
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,13 @@ def known_options(lwip_tree: Path) -> set[str]:
     return names
 
 
+@functools.lru_cache(maxsize=1)
+def firmware_test_options() -> frozenset[str]:
+    """The test-only options the firmware's C sources read (NR_TEST_*): never set by a real build."""
+    return frozenset(name for path in PROFILES_DIR.parent.rglob("*.[ch]")
+                     for name in _FIRMWARE_TEST_OPTION.findall(path.read_text(errors="replace")))
+
+
 @functools.lru_cache(maxsize=4)
 def lwip_identifiers(lwip_tree: Path) -> frozenset[str]:
     """Every identifier lwIP's sources mention: a name outside it is one this lwIP never reads."""
@@ -197,7 +207,7 @@ def _parse_override(item: str, lwip_tree: Path | None) -> tuple[str, str]:
     if not sep or not _NAME.fullmatch(name) or not value:
         raise NetreproError(f"bad lwIP option setting '{item}'", "write it as NAME=VALUE, e.g. TCP_WND=32*TCP_MSS")
     if lwip_tree is not None:
-        known = known_options(lwip_tree)
+        known = known_options(lwip_tree) | firmware_test_options()
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"did you mean {close[0]}?" if close else "see lwIP's src/include/lwip/opt.h"

@@ -82,12 +82,30 @@ class Transfer:
                        per_second_mbps=[time.board_mbps(x) for x in self.per_second_mbps])
 
 
+# Workloads whose peer runs iperf2's client against the board's iperf server, with the client's flags.
+_PEER_CLIENT_FLAGS = {"rx": [], "duplex": ["-d"], "rr": ["-r"]}
+
+
 def run_workload(rig: Session, workload: Workload) -> list[Transfer]:
     """Run the workload on a started rig; one Transfer per direction measured."""
-    if workload.warmup_s > 0:
-        warm = Workload("tx" if workload.name in DEVICE_SENDS else "rx", seconds=workload.warmup_s)
+    warm = _warmup(workload)
+    if warm is not None:
         _dispatch(rig, warm, tag="warmup")
     return _dispatch(rig, workload, tag="")
+
+
+def start_board_services(rig: Session, workload: Workload) -> None:
+    """Start the board's servers the workload's legs will use (its iperf server), ahead of them: a server
+    listens from then on, so what it holds belongs to the board before the workload (the leak check's
+    baseline), not to the connections the workload makes. Starting one again is harmless."""
+    if any(leg.name in _PEER_CLIENT_FLAGS for leg in (_warmup(workload), workload) if leg is not None):
+        rig.console.command("iperf server")
+
+
+def _warmup(workload: Workload) -> Workload | None:
+    if workload.warmup_s <= 0:
+        return None
+    return Workload("tx" if workload.name in DEVICE_SENDS else "rx", seconds=workload.warmup_s)
 
 
 def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
@@ -98,8 +116,7 @@ def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
         return [_discard(rig, workload, f"{name}peer-discard.json")]
     if workload.name.startswith("sock-"):
         return [_socket_benchmark(rig, workload, f"{name}peer-{workload.name}.json")]
-    flags = {"rx": [], "duplex": ["-d"], "rr": ["-r"]}[workload.name]
-    return _peer_client(rig, workload, flags, f"{name}peer-iperf-client.csv")
+    return _peer_client(rig, workload, _PEER_CLIENT_FLAGS[workload.name], f"{name}peer-iperf-client.csv")
 
 
 def _peer_amount(workload: Workload, time: DeviceTime) -> list[str]:
@@ -122,7 +139,7 @@ def _lag_allowance(rig: Session) -> float:
 
 
 def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: str) -> list[Transfer]:
-    rig.console.command("iperf server")
+    start_board_services(rig, workload)
     argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *_peer_amount(workload, rig.time),
             "-y", "C", *flags]
     legs = 2 if workload.name == "rr" else 1

@@ -19,10 +19,19 @@ from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import Firmware, build_firmware
 from harness.rig.devicetime import DeviceTime
+from harness.rig.leaks import LeakCheck, LeakReport
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, resolve_profile
 from harness.rig.session import Session
-from harness.rig.workload import DEVICE_SENDS, DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload
+from harness.rig.workload import (
+    DEVICE_SENDS,
+    DISCARD_BYTES,
+    TWO_WAY,
+    Transfer,
+    Workload,
+    run_workload,
+    start_board_services,
+)
 
 LAG_FLOOR_MS = 20.0   # the board's clock may trail wall time / D by this much (one console round trip) ...
 LAG_SHARE = 0.01      # ... or by 1 % of the interval, before the host counts as having fallen behind
@@ -57,6 +66,7 @@ class RunResult:
     device_cpu: dict[str, float] | None = None  # the board's core over the workload: busy %, busy and total ms
     engine_clock: dict[str, float] | None = None  # simavr: how closely simulated time tracked the wall clock
     device_stats: dict[str, int] = field(default_factory=dict)
+    leaks: LeakReport | None = None  # what the workload's connections did not give back (harness.rig.leaks)
     boot_seconds: float | None = None
     analysis: AnalysisSummary | None = None       # the capture's analysis, once the run finished
     plots: list[str] = field(default_factory=list)
@@ -74,6 +84,12 @@ class RunResult:
         self.per_second_mbps = {t.direction: [round(x, 3) for x in t.per_second_mbps] for t in transfers}
         self.bytes = {t.direction: t.bytes for t in transfers}
         self.seconds = {t.direction: round(t.seconds, 3) for t in transfers}
+
+    def expect_no_leaks(self) -> None:
+        """pytest: fail, naming each pool and count, when the board did not get back what the run took."""
+        if self.leaks is None:
+            raise AssertionError(f"run {self.run_dir} did not get to its leak check ({self.status})")
+        self.leaks.expect_no_leaks()
 
     def as_dict(self) -> dict[str, Any]:
         """result.json's object: the analysis in its own JSON form ({} before there is one)."""
@@ -141,12 +157,16 @@ class RunPlan:
                 result.options = rig.console.opts()
                 progress.step(f"running {self.workload.name} ({_amount(self.workload)}) over link "
                               f"{_link_text(result.link)}")
+                start_board_services(rig, self.workload)
+                leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
                 clock = BoardClock.read(rig)
                 rig.console.cpu_load(reset=True)
                 result.record(run_workload(rig, self.workload), two_way=self.workload.name in TWO_WAY)
                 result.device_cpu = device_cpu(rig.console.cpu_load())
                 result.time = clock.judge(rig, self.time).as_dict()
                 result.device_stats = rig.console.stats()
+                progress.step("leak check: waiting for the connections to close")
+                result.leaks = leak_check.finish()
             result.status = "passed"
         except NetreproError as exc:
             result.status, result.error = "failed", str(exc)

@@ -287,6 +287,22 @@ static err_t nvnetdrv_linkoutput(struct netif *netif, struct pbuf *p)
   return ERR_OK;
 }
 
+/* RX buffers lwIP still holds (custom pbufs: no pool counts them) and TX
+   frames whose pbufs wait for the device to report them sent. */
+unsigned nic_buffers_in_use(struct nic_buffer_use *out, unsigned max)
+{
+  unsigned posted = (rx_tail + RX_N - rx_next) % RX_N;
+
+  if (max < 2u) {
+    return 0;
+  }
+  out[0].name = "rx_lent";
+  out[0].used = RX_N - rx_free_count - posted;
+  out[1].name = "tx_descriptors";
+  out[1].used = tx_used;
+  return 2;
+}
+
 err_t nic_netif_init(struct netif *netif)
 {
   static const char design[] = "nvnetdrv rx=" NV_STR(NVNETDRV_RX_RING_SIZE)

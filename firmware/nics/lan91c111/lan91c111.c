@@ -350,3 +350,21 @@ const struct nic_stats *nic_get_stats(void)
 {
   return &stats;
 }
+
+/* The chip's packet memory: pages held by frames not yet sent or released
+   (MIR: low byte all pages, high byte the free ones). Idle, it is all free. */
+unsigned nic_buffers_in_use(struct nic_buffer_use *out, unsigned max)
+{
+  uint8_t saved = R8(REG_BANK) & 3u;
+  uint16_t mir;
+
+  if (max < 1u) {
+    return 0;
+  }
+  bank(0);
+  mir = r16(B0_MIR);
+  bank(saved);
+  out[0].name = "pages";
+  out[0].used = (uint32_t)(mir & 0xFFu) - (uint32_t)(mir >> 8);
+  return 1;
+}
