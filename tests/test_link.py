@@ -676,6 +676,22 @@ def test_overflow_in_the_spec_and_from_the_platform(tmp_path):
     assert "\n" not in str(err.value)
 
 
+def test_a_stand_in_nic_sends_no_faster_than_its_wire():
+    """The N6's gigabit preset over a 10/100 stand-in NIC: 100 Mbit/s each way as run; a slower preset
+    keeps its own rate, and a preset without a rate gets the wire's."""
+    from harness.rig.platform import load_platform
+    from harness.rig.session import Session
+
+    n6 = load_platform("openmv-n6")
+    wire = parse_rate(n6.nic["wire_rate"])
+    gigabit = LinkSpec.from_preset(n6.link_preset("ethernet"))
+    assert gigabit.to_peer.rate_bps > wire
+    as_run = Session.link_as_run(gigabit, n6)
+    assert as_run.to_peer.rate_bps == wire and as_run.to_device.pace_bps == wire
+    assert Session.link_as_run(LinkSpec.from_preset({"rate": "43mbit"}), n6).to_peer.rate_bps == 43_000_000
+    assert Session.link_as_run(LinkSpec(), n6).to_peer.rate_bps == wire
+
+
 # ------------------------------------------------------------------ capture, stats, process
 
 

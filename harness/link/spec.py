@@ -216,6 +216,13 @@ class _LinkSpecMethods:
             self, to_device=dataclasses.replace(self.to_device, pace_bps=rate_bps, pace_burst_frames=burst_frames)
         )
 
+    def sent_through_wire(self, rate_bps: int) -> Any:
+        """The same link, carrying what the device sends no faster than its NIC's wire puts it out: the
+        lower of the wire's rate and the preset's (0: the preset had none)."""
+        own = self.to_peer.rate_bps
+        capped = rate_bps if not own or own > rate_bps else own
+        return dataclasses.replace(self, to_peer=dataclasses.replace(self.to_peer, rate_bps=capped))
+
     def overflowing_to_device(self, overflow: str, sock_frames: int = 0) -> Any:
         """The same link, with what happens when the device cannot take a frame that is due:
         ``"hold"`` it until it can, or ``"drop"`` it (``device-full``) as a full NIC ring does;

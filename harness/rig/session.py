@@ -64,11 +64,13 @@ class Session:
 
     @staticmethod
     def link_as_run(spec: LinkSpec, platform: Platform) -> LinkSpec:
-        """The link as run: frames reach the stand-in NIC no faster than its wire, whatever the preset,
-        and a frame the NIC cannot take when it is due is held or dropped as its ``rx_overflow`` says."""
+        """The link as run: frames reach the stand-in NIC no faster than its wire, and leave it no faster
+        (a 100 Mbit part cannot send at a gigabit preset's rate), whatever the preset; a frame the NIC
+        cannot take when it is due is held or dropped as its ``rx_overflow`` says."""
         nic = platform.nic
         if "wire_rate" in nic:
-            spec = spec.paced_to_device(parse_rate(nic["wire_rate"]), int(nic.get("rx_burst_frames", 0)))
+            wire = parse_rate(nic["wire_rate"])
+            spec = spec.paced_to_device(wire, int(nic.get("rx_burst_frames", 0))).sent_through_wire(wire)
         if nic.get("rx_overflow", "hold") != "hold":
             frames = nic.get("rx_overflow_frames", max(2, int(nic.get("rx_burst_frames", 0))))
             spec = spec.overflowing_to_device(nic["rx_overflow"], int(frames))

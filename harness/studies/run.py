@@ -16,7 +16,7 @@ from harness.analysis import AnalysisSummary, CaptureAnalysis, load_capture
 from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import LinkSpec
+from harness.link import SETTINGS, LinkSpec
 from harness.rig.build import Firmware, build_firmware
 from harness.rig.devicetime import DeviceTime
 from harness.rig.leaks import LeakCheck, LeakReport
@@ -298,4 +298,7 @@ def _amount(workload: Workload) -> str:
 
 
 def _link_text(link: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in link.items() if not isinstance(v, dict)) or "default"
+    """The link-wide settings a run changed from their defaults (a wire's run does not list the radio's)."""
+    default = {s.field: s.check.to_json(s.default) for s in SETTINGS if s.scope == "link"}
+    shown = {k: v for k, v in link.items() if not isinstance(v, dict) and (k not in default or v != default[k])}
+    return ", ".join(f"{k}={v}" for k, v in shown.items()) or "default"
