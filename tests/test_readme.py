@@ -125,3 +125,31 @@ def test_a_readme_table_that_differs_from_its_stored_result_is_named(tmp_path):
     first_row = readme_tables.stored_table(ROOT / stored[0])[2]
     changed_text, changed = readme_tables.rewritten(text.replace(first_row, first_row.replace("  ", " x", 1), 1))
     assert changed == [stored[0]] and changed_text == readme_tables.rewritten(text)[0]
+
+
+_DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def unbacked_benchmark_figures(readme: str, results: Path = ROOT / "benchmarks" / "results") -> list[str]:
+    """Each decimal figure of the README's benchmark table that its row's stored results (the `*.md` it
+    names) do not hold, to the figure's own precision: "row: figure"."""
+    section = readme[readme.index("## Benchmarks"):readme.index("\n## ", readme.index("## Benchmarks") + 1)]
+    missing = []
+    for row in (line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| what")):
+        cell = row.rstrip(" |").split(" | ")[-1]
+        stored = [f for pattern in re.findall(r"`([\w.*-]+\.md)`", cell) for f in sorted(results.glob(pattern))]
+        held = re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", " ".join(f.read_text() for f in stored))
+        for figure in _DECIMAL.findall(cell):
+            places = len(figure.split(".")[1])
+            if not any(round(float(h), places) == float(figure) for h in held):
+                missing.append(f"{cell[:40]}...: {figure}")
+    return missing
+
+
+def test_every_benchmark_figure_of_the_readme_is_in_its_stored_result():
+    assert unbacked_benchmark_figures((ROOT / "README.md").read_text()) == []
+
+
+def test_a_benchmark_figure_without_a_stored_result_is_named():
+    changed = (ROOT / "README.md").read_text().replace("10 runs 0.83 %;", "10 runs 7.77 %;", 1)
+    assert any(m.endswith(": 7.77") for m in unbacked_benchmark_figures(changed))
