@@ -138,7 +138,7 @@ def unbacked_benchmark_figures(readme: str, results: Path = ROOT / "benchmarks" 
     for row in (line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| what")):
         cell = row.rstrip(" |").split(" | ")[-1]
         stored = [f for pattern in re.findall(r"`([\w.*-]+\.md)`", cell) for f in sorted(results.glob(pattern))]
-        held = re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", " ".join(f.read_text() for f in stored))
+        held = re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\d)", " ".join(f.read_text() for f in stored))
         for figure in _DECIMAL.findall(cell):
             places = len(figure.split(".")[1])
             if not any(round(float(h), places) == float(figure) for h in held):
