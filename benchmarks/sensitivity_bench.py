@@ -63,6 +63,7 @@ def main() -> None:
         found = sensitivity(args.report, baseline, repeats=args.repeats, seconds=args.seconds,
                             progress=Progress(), time=choice)
     wall = time.monotonic() - start
+    length = f"{args.seconds:g}" if args.seconds is not None else "the report's"
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"sensitivity-{args.report}.json").write_text(json.dumps(
@@ -70,7 +71,7 @@ def main() -> None:
         indent=2) + "\n")
     (RESULTS / f"sensitivity-{args.report}.txt").write_text(
         f"netrepro sensitivity {args.report} ({stamp}, {wall / 60:.1f} min on this machine; runs of "
-        f"{args.seconds or 'the report' + chr(39) + 's'} board seconds; baseline: {source})\n\n"
+        f"{length} board seconds; baseline: {source})\n\n"
         f"{format_sensitivity(found)}\n")
     print(format_sensitivity(found))
 
