@@ -37,7 +37,8 @@ def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload=
                 "retransmissions": 0, "rto_retransmissions": 0}
     return SimpleNamespace(throughput_mbps=mbps, analysis=AnalysisSummary.from_dict(analysis),
                            options=dict(options or N6_OPTIONS), device_cpu={"busy_percent": 12.5},
-                           link=link or _link(), workload={"name": workload}, lwip_ram=dict(lwip_ram or {}))
+                           link=link or _link(), workload={"name": workload}, lwip_ram=dict(lwip_ram or {}),
+                           leaks=None)
 
 
 # ------------------------------------------------------------------ options diff

@@ -20,6 +20,7 @@ from harness.core.errors import NetreproError
 from harness.rig.leaks import LeakCheck, LeakReport, Usage, account, is_settled, settle
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload, start_board_services
+from harness.studies.cases import case_leaks, leak_notes
 from harness.studies.run import RunResult
 
 CMD_STATS = Path(__file__).resolve().parent.parent / "firmware" / "apps" / "cmd_stats.c"
@@ -154,6 +155,24 @@ def test_result_json_the_cli_and_the_pytest_helper_name_the_pool_and_count():
         result.expect_no_leaks()
     with pytest.raises(AssertionError, match="did not get to its leak check"):
         _result(None).expect_no_leaks()
+
+
+def test_reproduce_and_compare_name_each_case_whose_runs_leaked():
+    leaks, held = account(Usage.parse(BEFORE), Usage.parse(reading(pools={"TCP_PCB_LISTEN": 2, "SYS_TIMEOUT": 5,
+                                                                          "PBUF_POOL": 3}, pcbs={"LISTEN": 2})), 0)
+    clean, leaking = LeakReport(True, [], held), LeakReport(True, leaks, held)
+    unchecked = LeakReport(False, reason="the firmware keeps no counters")
+    assert case_leaks([_result(clean), _result(clean)]) == "none"
+    assert case_leaks([_result(leaking), _result(clean), _result(leaking)]) == "PBUF_POOL 3 elements in 2 of 3 runs"
+    assert case_leaks([_result(clean), _result(unchecked), _result(None)]) == "not checked in 2 of 3 runs"
+    assert case_leaks([]) is None
+    rows = [{"case": "wifi rx after", "leaks": "none"}, {"case": "wifi tx after", "leaks": case_leaks(
+        [_result(leaking)])}, {"case": "failed to build", "leaks": None}]
+    assert leak_notes(rows, "case")[1:] == [
+        "leak check (what the board had not got back once the workload's connections closed):",
+        "  wifi tx after: PBUF_POOL 3 elements in 1 of 1 runs"]
+    assert leak_notes(rows[:1] + rows[2:], "case") == ["", "leak check: none; every run got back what it took"]
+    assert leak_notes(rows[2:], "case") == []
 
 
 def test_the_firmware_prints_the_keys_and_states_the_check_reads():

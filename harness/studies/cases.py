@@ -41,6 +41,7 @@ class CaseResult:
     device_cpu_percent: float | None = None  # the board's core busy over the workload (its own measure), median
     us_per_segment: float | None = None      # its busy time per full data segment, median
     lwip_ram_total: int | None = None        # lwIP's static RAM in the firmware (heap, pools, other), bytes
+    leaks: str | None = None                 # the runs' leak checks in one phrase (case_leaks); None: no run
     claim: dict[str, Any] = field(default_factory=dict)
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
@@ -61,6 +62,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     measured = [(f, r) for r in runs if (f := run_figure(r, result.direction)) is not None]
     result.runs_failed = raised + len(runs) - len(measured)
     result.lwip_ram_total = next((r.lwip_ram["total"] for r in runs if r.lwip_ram), None)
+    result.leaks = case_leaks(runs)
     if len(measured) < len(runs) and result.error is None:
         which = f"{result.direction} " if result.direction else ""
         result.error = (f"no {which}figure in {len(runs) - len(measured)} of the {len(runs)} finished runs "
@@ -86,6 +88,30 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.rtt_ms = analysis.rtt_ms
     result.device_cpu_percent = _median_of([(r.device_cpu or {}).get("busy_percent") for _, r in measured])
     result.us_per_segment = _median_of([(r.device_cpu or {}).get("us_per_segment") for _, r in measured])
+
+
+def case_leaks(runs: list[RunResult]) -> str | None:
+    """The runs' leak checks as one phrase: "none" when every run got everything back, else each leaking
+    run's leaks ("PBUF_POOL 3 elements in 2 of 3 runs") or how many runs could not check."""
+    if not runs:
+        return None
+    checked = [r.leaks for r in runs if r.leaks is not None and r.leaks.checked]
+    leaking = [report.short() for report in checked if report.leaks]
+    parts = [f"{text} in {leaking.count(text)} of {len(runs)} runs" for text in dict.fromkeys(leaking)]
+    if len(checked) < len(runs):
+        parts.append(f"not checked in {len(runs) - len(checked)} of {len(runs)} runs")
+    return "; ".join(parts) or "none"
+
+
+def leak_notes(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """Below a table: the rows (named by `key`) whose runs did not give back what they took or went
+    unchecked, or one line saying that every run did."""
+    unclean = [f"  {row[key]}: {row['leaks']}" for row in rows if row.get("leaks") not in (None, "none")]
+    if unclean:
+        return ["", "leak check (what the board had not got back once the workload's connections closed):", *unclean]
+    if any(row.get("leaks") == "none" for row in rows):
+        return ["", "leak check: none; every run got back what it took"]
+    return []
 
 
 def _median_of(values: list[float | None]) -> float | None:
