@@ -19,7 +19,7 @@ from harness.cli.main import LEAK_EXIT, format_result
 from harness.core.errors import NetreproError
 from harness.rig.leaks import LeakCheck, LeakReport, Usage, account, is_settled, settle
 from harness.rig.profile import resolve_profile
-from harness.rig.workload import Workload, start_board_services
+from harness.rig.workload import Workload, run_workload, start_board_services
 from harness.studies.cases import case_leaks, leak_notes
 from harness.studies.run import RunResult
 
@@ -241,3 +241,19 @@ def test_a_report_profile_gives_back_everything_its_run_took(netrepro, no_leftov
     held = {h.name: h.count for h in result.leaks.held}
     assert held["listening PCBs"] == 2, "the echo service's (boot) and the iperf server's (before the baseline)"
     assert result.leaks.seconds < 3.0
+
+
+@pytest.mark.real
+def test_a_board_session_checks_the_traffic_a_test_drives_itself(netrepro, no_leftovers):
+    with netrepro.board("openmv-n6", "mp-n6-after", link="wifi", options={"NR_TEST_LEAK_PBUF": 2}) as rig:
+        with netrepro.leak_check(rig) as quiet:
+            rig.console.command("stats")         # no connection: nothing taken, nothing to give back
+        with netrepro.leak_check(rig) as leaky:
+            [sent] = run_workload(rig, Workload("sock-tx", seconds=1))
+        with pytest.raises(AssertionError, match="has not finished"), netrepro.leak_check(rig) as unfinished:
+            unfinished.expect_no_leaks()
+    quiet.expect_no_leaks()
+    assert sent.bytes > 0
+    assert [(x.name, x.count) for x in leaky.report.leaks] == [("PBUF_POOL", 2)]
+    with pytest.raises(AssertionError, match=r"PBUF_POOL: 2 elements not returned"):
+        leaky.expect_no_leaks()

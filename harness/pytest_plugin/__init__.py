@@ -7,6 +7,11 @@
         assert result.throughput_mbps > 30
         result.expect_no_leaks()   # the board got back what the run's connections took (pools, heap, NIC)
 
+    def test_my_traffic(netrepro):
+        with netrepro.board("openmv-n6", "mp-n6-after", link="wifi") as rig, netrepro.leak_check(rig) as leaks:
+            ...                    # drive the board yourself (rig.console, the peer namespace)
+        leaks.expect_no_leaks()    # checked once the block's connections closed
+
     @pytest.mark.parametrize("profile", ["mp-n6-before", "mp-n6-after"])
     def test_both(netrepro, profile): ...
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,7 @@ from harness.analysis import AnalysisSummary, CaptureAnalysis, load_capture
 from harness.link import LinkSpec
 from harness.rig.build import Firmware, lwip_tree
 from harness.rig.devicetime import DEFAULT_MODE, TIME_MODES, DeviceTime, TimeChoice
+from harness.rig.leaks import LeakCheck, LeakReport
 from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
@@ -51,6 +58,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="keep the run folders of passing tests too")
     group.addoption("--netrepro-time", choices=TIME_MODES, default=DEFAULT_MODE,
                     help=f"device (each core at its modelled speed) or host time (default {DEFAULT_MODE})")
+
+
+@dataclass
+class LeakWatch:
+    """What `netrepro.leak_check(rig)` found: its report once the block ended (None inside it)."""
+
+    report: LeakReport | None = None
+
+    def expect_no_leaks(self) -> None:
+        if self.report is None:
+            raise AssertionError("the leak check has not finished: call expect_no_leaks() after its `with` block")
+        self.report.expect_no_leaks()
 
 
 class Netrepro:
@@ -101,6 +120,16 @@ class Netrepro:
         with Session(board, firmware, run_dir, self.link(platform, link, **link_overrides),
                      time=self.time(platform, time)) as rig:
             yield rig
+
+    @contextlib.contextmanager
+    def leak_check(self, rig: Session) -> Iterator[LeakWatch]:
+        """The leak check a run makes, around traffic a test drives itself on a `board()` session: the
+        board's heap, pools and NIC buffers read at the start of the block, accounted at its end once
+        the connections have closed (TIME_WAIT reaped as in a run). Not accounted if the block raises."""
+        watch = LeakWatch()
+        check = LeakCheck.start(rig.console, rig.time.wall_s)
+        yield watch
+        watch.report = check.finish()
 
     def capture(self, result: RunResult) -> CaptureAnalysis:
         """The run's capture, analysed, with the expect_* assertion helpers."""
