@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from harness.core.errors import NetreproError
-from harness.link import LinkSpec, parse_size
+from harness.link import LinkSpec, parse_rate, parse_size
 from harness.link.settings import cli_options
 from harness.rig.platform import Platform
 
@@ -30,6 +30,13 @@ def link_spec(args: argparse.Namespace, platform: Platform) -> LinkSpec:
     preset = platform.link_preset(args.link) if args.link else {}
     overrides = {key: getattr(args, f"link_{key}", None) for key in LINK_OPTIONS}
     return LinkSpec.from_preset(preset).override(**overrides)  # None: not given
+
+
+def rate_arg(text: str) -> int:
+    try:
+        return parse_rate(text)
+    except NetreproError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def size_arg(text: str) -> int:

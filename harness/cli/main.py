@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.analysis import format_table, load_capture
 from harness.analysis.plots import plot_capture
 from harness.cli.bisect import add_bisect_parser
-from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, size_arg
+from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, rate_arg, size_arg
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
     run.add_argument("--bytes", type=size_arg, default=None, help="byte-count variant (discard: default 8 MiB)")
     run.add_argument("--chunk", type=size_arg, default=1460, help="discard: bytes per write")
+    run.add_argument("--udp-rate", type=rate_arg, default=None, help="udp-*: offered rate (default 100mbit)")
     run.add_argument("--warmup", type=float, default=0.0, metavar="SECONDS", help="unmeasured transfer first")
     run.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     run.add_argument("--json", action="store_true", help="print the result JSON")
@@ -319,7 +320,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = configuration.profile(platform, tree)
     link = link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk,
-                        warmup_s=args.warmup)
+                        warmup_s=args.warmup, rate_bps=args.udp_rate)
     if args.max_drop is not None and not args.against:
         raise NetreproError("--max-drop applies to --against", "give --against NAME too, or leave --max-drop out")
     baseline = load_baseline(args.against, args.baseline_dir) if args.against else None

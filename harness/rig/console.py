@@ -18,7 +18,7 @@ from harness.core.errors import NetreproError
 PROMPT = "netrepro> "
 BANNER = re.compile(r"netrepro firmware board=(\S+) nic=(\S+) lwip=(\S+) profile=(\S+)\r?\n")
 # Lines the firmware prints by itself when something finishes; they may land inside a command's output.
-_EVENT = re.compile(r"^(IPERF|DISCARD|SOCK) (.*)$")
+_EVENT = re.compile(r"^(IPERF|DISCARD|SOCK|UDP) (.*)$")
 _FAULT = re.compile(r"FAULT[^\r\n]*")
 
 

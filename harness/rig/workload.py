@@ -7,6 +7,8 @@ rr      rx then tx (iperf2 -r)
 discard device sends N bytes to the peer's port 9 service, timed from SYN to FIN
 sock-rx peer -> device through a socket benchmark with MicroPython's lwIP socket semantics
 sock-tx device -> peer, the same (tcp_write COPY up to tcp_sndbuf, 50 ms waits on ERR_MEM)
+udp-rx  peer -> device: iperf2 -u client at the offered rate into the firmware's UDP sink (timed by the board)
+udp-tx  device -> peer: the firmware's UDP source (iperf2's datagram format) into `iperf -s -u`
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,11 +29,19 @@ from harness.rig.devicetime import DeviceTime
 from harness.rig.peer_services import PeerService
 from harness.rig.session import Session
 
-WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx")
-DEVICE_SENDS = ("tx", "discard", "sock-tx")  # workloads whose data flows device -> peer
+WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx", "udp-rx", "udp-tx")
+DEVICE_SENDS = ("tx", "discard", "sock-tx", "udp-tx")  # workloads whose data flows device -> peer
+UDP_WORKLOADS = ("udp-rx", "udp-tx")           # datagrams, no connection: counted, not acknowledged
 TWO_WAY = ("duplex", "rr")                    # workloads measuring both directions: results per direction
 IPERF_PORT = 5001
 SOCK_PORT = 5002
+UDP_PORT = 5003
+UDP_LEN = 1470  # iperf2's UDP payload: a datagram fills one Ethernet frame (1470 + 8 + 20 + 14 = 1512)
+# udp-* without a rate: the sender offers this much (board bit/s), more than any preset's link carries,
+# so the link, not the sender, sets the goodput (the excess waits in the link's queue and is dropped
+# there). An emulated NIC sends as fast as the host copies, far beyond any real wire: unpaced, the
+# board's source would only flood the host.
+UDP_OFFERED_BPS = 100_000_000
 DISCARD_BYTES = 8 * 1024 * 1024
 _SLACK_S = 30.0  # on top of the transfer's own time, for slow emulated boards
 # A board whose host cannot keep the planned D runs slower still (the link follows its clock): a
@@ -48,16 +59,24 @@ class Workload:
     bytes: int | None = None        # byte-count variant; discard defaults to the Ethernut report's 8 MiB
     chunk: int = DEFAULT_CHUNK      # discard: bytes per write; sock-*: the application's write/read size
     warmup_s: float = 0.0           # a transfer of this length first, not measured
+    rate_bps: int | None = None     # udp-*: the offered rate in board bit/s (None: UDP_OFFERED_BPS)
 
     def __post_init__(self) -> None:
         if self.name not in WORKLOADS:
             raise NetreproError(f"unknown workload '{self.name}'", f"use one of: {', '.join(WORKLOADS)}")
         if self.seconds <= 0 or (self.bytes is not None and self.bytes <= 0) or self.chunk <= 0:
             raise NetreproError("workload seconds, bytes and chunk must be positive", "fix the numbers")
+        if self.name in UDP_WORKLOADS and self.bytes is not None:
+            raise NetreproError(f"{self.name} runs for a time, not a byte count", "give seconds instead of bytes")
+        if self.rate_bps is not None and self.rate_bps <= 0:
+            raise NetreproError("the UDP rate must be positive", "give a rate such as 43mbit, or none")
 
     def describe(self) -> dict[str, object]:
-        return {"name": self.name, "seconds": self.seconds, "bytes": self.bytes, "chunk": self.chunk,
-                "warmup_s": self.warmup_s}
+        described: dict[str, object] = {"name": self.name, "seconds": self.seconds, "bytes": self.bytes,
+                                        "chunk": self.chunk, "warmup_s": self.warmup_s}
+        if self.name in UDP_WORKLOADS:
+            described["rate_bps"] = self.rate_bps
+        return described
 
 
 @dataclass
@@ -69,6 +88,7 @@ class Transfer:
     seconds: float
     per_second_mbps: list[float] = field(default_factory=list)
     source: str = ""                # which side measured it
+    datagrams: dict[str, int] = field(default_factory=dict)  # udp-*: sent, received, lost, out_of_order
 
     @property
     def mbps(self) -> float:
@@ -114,6 +134,10 @@ def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
         return [_device_client(rig, workload, f"{name}peer-iperf-server.csv")]
     if workload.name == "discard":
         return [_discard(rig, workload, f"{name}peer-discard.json")]
+    if workload.name == "udp-rx":
+        return [_udp_to_device(rig, workload, f"{name}peer-iperf-udp-client.csv")]
+    if workload.name == "udp-tx":
+        return [_udp_from_device(rig, workload, f"{name}peer-iperf-udp-server.csv")]
     if workload.name.startswith("sock-"):
         return [_socket_benchmark(rig, workload, f"{name}peer-{workload.name}.json")]
     return _peer_client(rig, workload, _PEER_CLIENT_FLAGS[workload.name], f"{name}peer-iperf-client.csv")
@@ -292,14 +316,88 @@ def _peer_service(rig: Session, service: PeerService) -> Iterator[subprocess.Pop
             server.stdout.close()
 
 
-def _wait_listening(rig: Session, port: int, timeout: float = 5.0) -> None:
+def _wait_listening(rig: Session, port: int, timeout: float = 5.0, udp: bool = False) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        out = rig.namespace.run(["ss", "-Htln", f"sport = :{port}"], check=False).stdout
+        out = rig.namespace.run(["ss", "-Huln" if udp else "-Htln", f"sport = :{port}"], check=False).stdout
         if out.strip():
             return
         time.sleep(0.05)
     raise NetreproError(f"the peer's iperf server is not listening on port {port}", "see the run folder")
+
+
+def _udp_to_device(rig: Session, workload: Workload, log_name: str) -> Transfer:
+    """udp-rx: iperf2's UDP client offers the rate (in the wall time that is that rate in the board's);
+    the board's sink counts and times what arrives (its own clock), the client's bytes say what was sent."""
+    rig.console.command(f"udp sink {UDP_PORT}")
+    offered = workload.rate_bps or UDP_OFFERED_BPS
+    argv = ["iperf", "-c", rig.addresses.device, "-u", "-p", str(UDP_PORT), "-l", str(UDP_LEN),
+            "-b", f"{offered / rig.time.dilation:.0f}", "-t", f"{rig.time.wall_s(workload.seconds):.4g}", "-y", "C"]
+    out, err, returncode, _samples = _run_sampling_clock(rig, argv, _budget(rig, workload))
+    (rig.run_dir / log_name).write_text(out + err)
+    _until(lambda: _udp_sink_counts(rig).get("fin") == "1", rig.time.wall_s(5.0) + 5)
+    rig.console.command("udp stop")
+    seen = rig.console.wait_event("UDP", timeout=10, dir="rx")
+    sent = [t for t in parse_iperf_csv(out, rig.addresses.device) if t.direction == "rx"]
+    if returncode != 0 or not sent:
+        raise NetreproError(f"iperf -u against the board failed: {(err or out).strip()[-200:]}",
+                            f"see {rig.run_dir / log_name}")
+    received = int(seen.number("datagrams"))
+    if received == 0:
+        raise NetreproError("the board's UDP sink got no datagram", f"see {rig.run_dir / log_name} and the console log")
+    datagrams = {"sent": sent[0].bytes // UDP_LEN, "received": received,
+                 "lost": sent[0].bytes // UDP_LEN - received, "out_of_order": int(seen.number("ooo"))}
+    return Transfer("rx", int(seen.number("bytes")), seen.number("ms") / 1000.0, source="device UDP sink",
+                    datagrams=datagrams)
+
+
+def _udp_from_device(rig: Session, workload: Workload, log_name: str) -> Transfer:
+    """udp-tx: the board's UDP source for the workload's seconds (its time) into `iperf -s -u`, whose
+    report (timed on the wall clock, converted with the D the board kept) gives bytes and lost datagrams."""
+    log = open(rig.run_dir / log_name, "w")  # noqa: SIM115
+    server = rig.namespace.popen(["iperf", "-s", "-u", "-p", str(UDP_PORT), "-l", str(UDP_LEN), "-y", "C"],
+                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        _wait_listening(rig, UDP_PORT, udp=True)
+        mark = rig.clock_mark()
+        rig.console.command(f"udp send {rig.addresses.peer} {UDP_PORT} -t {math.ceil(workload.seconds)} "
+                            f"-l {UDP_LEN} -b {workload.rate_bps or UDP_OFFERED_BPS}")
+        event = rig.console.wait_event("UDP", timeout=_budget(rig, workload), dir="tx")
+        if "error" in event.fields:
+            raise NetreproError(f"the board's UDP source failed: {event.fields['error']}", "see the console log")
+        # the server writes its report when the end datagram arrives, behind what the link still holds
+        _until(lambda: any(t.datagrams for t in parse_iperf_csv((rig.run_dir / log_name).read_text(),
+                                                                   rig.addresses.device)), 10.0)
+        kept = rig.time_since(mark)
+    finally:
+        stop(server, grace_s=2.0)
+        log.close()
+    seen = [t for t in parse_iperf_csv((rig.run_dir / log_name).read_text(), rig.addresses.device)
+            if t.direction == "tx" and t.datagrams]
+    if not seen:
+        raise NetreproError("the peer's iperf -u server saw no datagram from the board",
+                            f"see {rig.run_dir / log_name}")
+    got = seen[0].datagrams
+    datagrams = {"sent": int(event.number("datagrams")), "received": got["total"] - got["lost"],
+                 "lost": int(event.number("datagrams")) - (got["total"] - got["lost"]),
+                 "out_of_order": got["out_of_order"], "refused": int(event.number("refused"))}
+    return replace(seen[0].in_board_time(kept), datagrams=datagrams, source="peer iperf2 -u server")
+
+
+def _udp_sink_counts(rig: Session) -> dict[str, str]:
+    """The board's UDP sink's counts so far (`udp report`)."""
+    rig.console.command("udp report")
+    return rig.console.wait_event("UDP", timeout=10, dir="rx").fields
+
+
+def _until(done: Callable[[], bool], timeout: float, every: float = 0.25) -> bool:
+    """Poll until done() or the timeout (wall seconds); whether it got done."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True
 
 
 def parse_iperf_csv(text: str, device_ip: str) -> list[Transfer]:
@@ -308,8 +406,11 @@ def parse_iperf_csv(text: str, device_ip: str) -> list[Transfer]:
     iperf2 writes each line as sender address, port, receiver address, port (the server's port
     last), on the client and the server alike: a line whose sender is the board is tx, else rx.
     Per connection, iperf prints its interval lines and then the whole-test line (0.0-end) last.
+    A UDP server's lines go on with jitter (ms), lost and total datagrams, lost %, out of order; its
+    whole-test line's counts become the transfer's datagrams (a UDP client writes -1 for them).
     """
     rows: dict[tuple[str, str], list[tuple[float, float, int, int]]] = {}
+    udp: dict[tuple[str, str], dict[str, int]] = {}
     for line in text.splitlines():
         cols = line.strip().split(",")
         if len(cols) < 9 or not cols[0].isdigit() or "-" not in cols[6]:
@@ -317,9 +418,12 @@ def parse_iperf_csv(text: str, device_ip: str) -> list[Transfer]:
         direction = "tx" if cols[1] == device_ip else "rx"
         start, end = (float(x) for x in cols[6].split("-"))
         rows.setdefault((direction, cols[5]), []).append((start, end, int(cols[7]), int(cols[8])))
+        if len(cols) >= 14 and int(cols[11]) >= 0:
+            udp[(direction, cols[5])] = {"lost": int(cols[10]), "total": int(cols[11]), "out_of_order": int(cols[13])}
     transfers = []
-    for (direction, _), lines in rows.items():
+    for key, lines in rows.items():
         start, end, nbytes, _bps = lines[-1]
         intervals = [bps / 1e6 for _s, _e, _b, bps in lines[:-1]]
-        transfers.append(Transfer(direction, nbytes, end - start, intervals, source="peer iperf2"))
+        transfers.append(Transfer(key[0], nbytes, end - start, intervals, source="peer iperf2",
+                                  datagrams=udp.get(key, {})))
     return sorted(transfers, key=lambda t: t.direction)
