@@ -132,6 +132,8 @@ def _basis(item: dict[str, Any], unit: str) -> str:
         parts.append(f"fitted from {_text(item['from'])}")
     if item.get("cases"):
         parts.append(f"fitted to the figures of {_text(item['cases'])}")
+    if item.get("calibrated"):
+        parts.append(f"calibrated: {_text(item['calibrated'])}")
     return "; ".join(parts) or "-"
 
 

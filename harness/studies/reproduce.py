@@ -67,7 +67,8 @@ _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_valu
               "note", "chunk", "bytes", "direction", "warmup", "rx_overflow"}
 # What a report's [[inputs]] entry gives besides name and value, by where the value came from.
 _PROVENANCE = {"report": {"source"}, "assumed": {"why", "range"}, "fitted": {"from", "cases"}}
-_INPUT_KEYS = {"name", "value", "unit", "provenance", "sets"}
+# calibrated: what a calibration produced from the value (netrepro calibrate-medium), as a table
+_INPUT_KEYS = {"name", "value", "unit", "provenance", "sets", "calibrated"}
 
 
 def report_names() -> list[str]:
@@ -353,6 +354,8 @@ def input_line(item: dict[str, Any]) -> str:
     value = item["value"]
     text = f"{item['name']} = {value:g}{unit}" if isinstance(value, float) else f"{item['name']} = {value}{unit}"
     kind = item["provenance"]
+    if item.get("calibrated"):
+        text += " -> " + ", ".join(f"{k} {v}" for k, v in item["calibrated"].items())
     if kind == "report":
         return f"{text} [report: {item['source']}]"
     if kind == "assumed":

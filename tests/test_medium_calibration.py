@@ -1,0 +1,75 @@
+"""Calibrating the shared medium from a report's UDP figure (harness.studies.medium).
+
+Without a board: the search lands within 1 % of a target for goodput curves of the medium's shape;
+through the link alone, the calibrated PHY rate carries the target (checked by a separate flood); and
+through the board (real chain), udp-rx over the N6's calibrated medium within 3 % of 43 Mbit/s.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.core.errors import NetreproError
+from harness.link import LinkSpec
+from harness.link.saturate import FRAME, UDP_PAYLOAD, goodput, udp_saturation
+from harness.studies.medium import calibrate_medium, confirm_through_board, find_phy_rate, shared_spec
+
+
+def turn_goodput(phy_bps: float, frames: int = 28, overhead_s: float = 185.5e-6) -> float:
+    """A turn's UDP goodput: `frames` datagrams of air bytes at the PHY rate plus a fixed overhead."""
+    air = frames * -(-(FRAME + 28) // 4) * 4 * 8 / phy_bps
+    return frames * UDP_PAYLOAD * 8 / (air + overhead_s)
+
+
+CURVES = {"turn": turn_goodput, "proportional": lambda r: 0.62 * r,
+          "saturating": lambda r: 50e6 * r / (r + 30e6)}  # the last tops out at 50 Mbit/s
+
+
+@pytest.mark.parametrize(("curve", "target"), [(c, t) for c in CURVES for t in (5e6, 20e6, 43e6, 80e6)
+                                               if t < 50e6 or c != "saturating"])
+def test_the_search_lands_within_1_percent_of_the_target(curve, target):
+    calls = []
+    rate, got, runs = find_phy_rate(target, lambda r: calls.append(r) or CURVES[curve](r))
+    assert got == pytest.approx(target, rel=0.01) and CURVES[curve](rate) == got
+    assert (rate, got) in runs and len(runs) == len(calls) <= 8
+
+
+def test_a_target_out_of_reach_is_one_clear_error():
+    with pytest.raises(NetreproError, match="no PHY rate gave 90 Mbit/s"):
+        find_phy_rate(90e6, lambda r: 50e6 * r / (r + 30e6))
+    with pytest.raises(NetreproError, match="must be positive"):
+        find_phy_rate(0, turn_goodput)
+
+
+def test_goodput_counts_the_bytes_after_the_first_datagram_over_the_time_between():
+    got = [(0.0, 1000), (0.5, 1470), (1.0, 1470), (2.0, 1470)]
+    assert goodput(got, since=0.5) == (2 * 1470 * 8 / 1.5, 3, 1.5)
+    assert goodput(got, since=3.0) == (0.0, 0, 0.0)
+
+
+def test_the_preset_moves_onto_the_shared_medium_keeping_its_rtt(n6):
+    spec = shared_spec(n6, "wifi")
+    assert spec.medium == "shared" and spec.rtt_s == pytest.approx(0.0055)
+    assert spec.to_device.rate_bps == 0  # the wire's rate does not apply on the air
+
+
+def test_a_flood_through_a_wire_carries_its_payload_share():
+    sat = udp_saturation(LinkSpec.from_preset({"rate": "43mbit"}), seconds=1.5)
+    assert sat.goodput_bps == pytest.approx(43e6 * UDP_PAYLOAD / (FRAME + 24), rel=0.01)
+    assert sat.received < sat.sent
+
+
+def test_the_calibrated_medium_carries_the_target_through_the_link(n6):
+    calibration = calibrate_medium(n6, "wifi", 43e6, seconds=1.5)
+    assert abs(calibration.error) <= 0.01 and 20e6 < calibration.phy_rate_bps < 65e6
+    again = udp_saturation(shared_spec(n6, "wifi").override(phy_rate=calibration.phy_rate_bps), seconds=1.5)
+    assert again.goodput_bps == pytest.approx(43e6, rel=0.01)
+    entry = calibration.input_toml("the report's UDP figure")
+    assert 'provenance = "report"' in entry and f"{calibration.phy_rate_bps / 1e6:.3f}mbit" in entry
+
+
+@pytest.mark.real
+def test_udp_through_the_board_over_the_calibrated_n6_medium_is_43_mbit(n6, tree, tmp_path, no_leftovers):
+    calibration = calibrate_medium(n6, "wifi", 43e6, seconds=1.5)
+    confirmed = confirm_through_board(calibration, n6, tree, tmp_path, seconds=3)
+    assert confirmed.confirmed_bps == pytest.approx(43e6, rel=0.03)
