@@ -2,8 +2,9 @@
 
     python benchmarks/medium_bench.py [--seconds 3] [--agg 1,2,4,8,16,64]
 
-The N6's WiFi moved onto the shared medium and calibrated from the report's UDP figure (43 Mbit/s,
-harness.studies.medium), then for each aggregation limit (agg_frames): UDP through the link alone,
+The N6's `wifi-air` preset (its WiFi on the shared medium, the PHY rate calibrated from the report's
+43 Mbit/s of UDP by `netrepro calibrate-medium`), then for each aggregation limit (agg_frames): UDP
+through the link alone,
 udp-rx through the board, and TCP rx (iperf2 into the board's lwiperf, mp-n6-after: its window is
 not the limit at this RTT) through the board, all in device time. On a wire the board's ACKs ride
 a line of their own; on the air each one takes a turn (access, preamble, block ack) from the data.
@@ -25,13 +26,13 @@ sys.path.insert(0, str(ROOT))
 
 from matplotlib.figure import Figure  # noqa: E402
 
+from harness.link import LinkSpec  # noqa: E402
 from harness.link.saturate import udp_saturation  # noqa: E402
 from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
 from harness.rig.workload import Workload  # noqa: E402
-from harness.studies.medium import calibrate_medium, shared_spec  # noqa: E402
 from harness.studies.run import RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -52,7 +53,7 @@ def board_run(platform, firmware, spec, workload: str, seconds: float) -> dict:
 
 
 def markdown(doc: dict) -> str:
-    lines = [f"# TCP against UDP on the shared medium ({doc['platform']} wifi, phy_rate "
+    lines = [f"# TCP against UDP on the shared medium ({doc['platform']} wifi-air, phy_rate "
              f"{doc['phy_rate_bps'] / 1e6:.3f} Mbit/s calibrated to {TARGET_BPS / 1e6:g} Mbit/s of UDP)", "",
              f"`python benchmarks/medium_bench.py --seconds {doc['seconds']:g}`, {doc['date']}; "
              f"{doc['seconds']:g} board seconds a run, device time, profile {doc['profile']}.", "",
@@ -81,7 +82,7 @@ def plot(doc: dict, path: Path) -> None:
     ax.set_xticks(aggs, [str(a) for a in aggs])
     ax.set_xlabel("most frames aggregated in a turn (agg_frames)")
     ax.set_ylabel("goodput, Mbit/s (board time)")
-    ax.set_title(f"{doc['platform']} wifi on the shared medium, phy_rate {doc['phy_rate_bps'] / 1e6:.2f} Mbit/s")
+    ax.set_title(f"{doc['platform']} wifi-air on the shared medium, phy_rate {doc['phy_rate_bps'] / 1e6:.2f} Mbit/s")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
@@ -97,8 +98,7 @@ def main() -> int:
     platform = load_platform("openmv-n6")
     profile = "mp-n6-after"
     firmware = build_firmware(platform, resolve_profile(platform, profile), lwip_tree())
-    calibration = calibrate_medium(platform, "wifi", TARGET_BPS)
-    base = shared_spec(platform, "wifi").override(phy_rate=calibration.phy_rate_bps)
+    base = LinkSpec.from_preset(platform.link_preset("wifi-air"))
     rows = []
     for agg in (int(a) for a in args.agg.split(",")):
         spec = base.override(agg_frames=agg)
@@ -107,7 +107,7 @@ def main() -> int:
                "tcp": board_run(platform, firmware, spec, "rx", args.seconds)}
         print(json.dumps(row), flush=True)
         rows.append(row)
-    doc = {"platform": platform.name, "profile": profile, "phy_rate_bps": calibration.phy_rate_bps,
+    doc = {"platform": platform.name, "profile": profile, "phy_rate_bps": base.phy_rate_bps,
            "seconds": args.seconds, "date": time.strftime("%Y-%m-%d"), "rows": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{NAME}.json").write_text(json.dumps(doc, indent=2) + "\n")

@@ -7,12 +7,28 @@ through the board (real chain), udp-rx over the N6's calibrated medium within 3 
 
 from __future__ import annotations
 
+import dataclasses
+import tomllib
+from dataclasses import replace
+
 import pytest
 
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec
 from harness.link.saturate import FRAME, UDP_PAYLOAD, goodput, udp_saturation
-from harness.studies.medium import calibrate_medium, confirm_through_board, find_phy_rate, shared_spec
+from harness.rig.devicetime import TimeChoice
+from harness.rig.platform import load_platform
+from harness.rig.workload import Workload
+from harness.studies.medium import (
+    MediumCalibration,
+    calibrate_medium,
+    find_phy_rate,
+    record_input,
+    record_phy_rate,
+    shared_spec,
+)
+from harness.studies.reproduce import check_input
+from harness.studies.run import Configuration, RunPlan
 
 
 def turn_goodput(phy_bps: float, frames: int = 28, overhead_s: float = 185.5e-6) -> float:
@@ -70,6 +86,32 @@ def test_the_calibrated_medium_carries_the_target_through_the_link(n6):
 
 @pytest.mark.real
 def test_udp_through_the_board_over_the_calibrated_n6_medium_is_43_mbit(n6, tree, tmp_path, no_leftovers):
-    calibration = calibrate_medium(n6, "wifi", 43e6, seconds=1.5)
-    confirmed = confirm_through_board(calibration, n6, tree, tmp_path, seconds=3)
-    assert confirmed.confirmed_bps == pytest.approx(43e6, rel=0.03)
+    """The preset as calibrate-medium recorded it (platforms/openmv-n6.toml, links.wifi-air)."""
+    spec = LinkSpec.from_preset(n6.link_preset("wifi-air"))
+    assert spec.medium == "shared" and spec.phy_rate_bps != LinkSpec().phy_rate_bps  # calibrated, not the default
+    plan = RunPlan(n6, Configuration().build(n6, tree), spec, Workload("udp-rx", seconds=3),
+                   time=n6.time(TimeChoice("device")))
+    result = plan.execute(tmp_path)
+    assert result.throughput_mbps == pytest.approx(43, rel=0.03)
+    assert result.link_counters["to_device"]["txops"] > 0 and result.datagrams["received"] > 0
+
+def test_recording_writes_the_rate_into_the_preset_and_the_entry_into_the_report(n6, tmp_path):
+    platform = dataclasses.replace(n6, path=tmp_path / "openmv-n6.toml")
+    platform.path.write_text(n6.path.read_text())
+    record_phy_rate(platform, "wifi-air", 46_620_000)
+    again = load_platform(str(platform.path))
+    assert again.links["wifi-air"]["phy_rate"] == "46.620mbit" and again.links["wifi"] == n6.links["wifi"]
+    assert LinkSpec.from_preset(again.link_preset("wifi-air")).phy_rate_bps == 46_620_000
+    with pytest.raises(NetreproError, match=r"\[links.wifi\] has no medium = \"shared\""):
+        record_phy_rate(platform, "wifi", 46_620_000)  # a wire preset has nothing to calibrate
+    calibration = MediumCalibration(43e6, 46_620_000, 42.99e6, [(65_000_000, 59.95e6), (46_620_000, 42.99e6)],
+                                    "openmv-n6", "wifi-air")
+    report = tmp_path / "r.toml"
+    report.write_text('report = "r"\n\n[[inputs]]\nname = "other"\nvalue = 1\nprovenance = "report"\nsource = "s"\n')
+    record_input(report, calibration.input_toml("PR: 43 of UDP"))
+    record_input(report, replace(calibration, phy_rate_bps=46_000_000).input_toml("PR: 43 of UDP"))  # replaces
+    inputs = tomllib.loads(report.read_text())["inputs"]
+    assert [i["name"] for i in inputs] == ["other", "wifi-air UDP goodput (calibrates the shared medium)"]
+    check_input(inputs[1], set())
+    assert inputs[1]["calibrated"]["phy_rate"] == "46.000mbit" and inputs[1]["value"] == 43
+    assert inputs[1]["sets"] == "platforms/openmv-n6.toml: links.wifi-air.phy_rate"

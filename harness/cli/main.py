@@ -381,6 +381,8 @@ def format_result(result: RunResult) -> str:
         lines.append("  bytes    " + ", ".join(f"{k} {v}" for k, v in result.bytes.items()))
     else:
         lines.append(f"  bytes    {result.bytes} in {result.seconds} s")
+    if result.datagrams:
+        lines.append("  datagrams " + ", ".join(f"{k} {v}" for k, v in result.datagrams.items()))
     to_device, to_peer = result.link["to_device"], result.link["to_peer"]
     lines.append(f"  link     rtt {result.link['rtt_s'] * 1e3:g} ms, rate to device "
                  f"{_rate(to_device.get('rate_bps'))}, to peer {_rate(to_peer.get('rate_bps'))}")

@@ -13,7 +13,14 @@ from harness.core.progress import Progress
 from harness.rig.build import lwip_tree
 from harness.rig.platform import load_platform
 from harness.rig.session import make_run_dir
-from harness.studies.medium import MediumCalibration, calibrate_medium, confirm_through_board, record_input
+from harness.studies.medium import (
+    MediumCalibration,
+    calibrate_medium,
+    confirm_through_board,
+    phy_rate_line,
+    record_input,
+    record_phy_rate,
+)
 from harness.studies.reproduce import REPORTS_DIR, load_report
 
 
@@ -34,7 +41,8 @@ def add_medium_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--source", default="the report's UDP figure",
                         help="where in the report the UDP figure is (the [[inputs]] entry's source)")
     parser.add_argument("--record", metavar="REPORT",
-                        help="write the [[inputs]] entry into reports/REPORT.toml (replacing an earlier one)")
+                        help="write the [[inputs]] entry into reports/REPORT.toml (replacing an earlier one) and "
+                             "the PHY rate into the preset's phy_rate line (a preset on the shared medium)")
     parser.add_argument("--lwip-tree", metavar="DIR", help="lwIP source tree to build (with --confirm)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     parser.add_argument("--json", action="store_true", help="print the calibration as JSON")
@@ -46,9 +54,10 @@ def add_medium_parser(subparsers: Any) -> argparse.ArgumentParser:
 def cmd_calibrate_medium(args: argparse.Namespace) -> int:
     if args.seconds <= 0 or args.board_seconds <= 0:
         raise NetreproError("--seconds and --board-seconds must be positive", "give e.g. --seconds 2")
-    if args.record:
-        load_report(args.record)  # an unknown report is one line now, not after the runs
     platform = load_platform(args.platform)
+    if args.record:
+        load_report(args.record)  # an unknown report, or a preset it cannot write into: one line now, not after
+        phy_rate_line(platform, args.link)
     progress = Progress(quiet=args.quiet or args.json)
     calibration = calibrate_medium(platform, args.link, args.udp, seconds=args.seconds, progress=progress)
     if args.confirm:
@@ -58,7 +67,9 @@ def cmd_calibrate_medium(args: argparse.Namespace) -> int:
     entry = calibration.input_toml(args.source)
     if args.record:
         record_input(REPORTS_DIR / f"{args.record}.toml", entry)
-        load_report(args.record)  # the entry it wrote reads back
+        record_phy_rate(platform, args.link, calibration.phy_rate_bps)
+        load_report(args.record)  # what it wrote reads back
+        load_platform(args.platform)
     print(json.dumps(calibration.as_dict(), indent=2) if args.json else format_medium(calibration, entry))
     return 0
 

@@ -66,7 +66,7 @@ class MediumCalibration:
             "[[inputs]]", f'name = "{self.preset} UDP goodput (calibrates the shared medium)"',
             f"value = {self.target_bps / 1e6:g}", 'unit = "Mbit/s"', 'provenance = "report"',
             f"source = {_toml_value(source)}",
-            f'sets = "platforms/{self.platform}.toml: links.{self.preset}.phy_rate (netrepro calibrate-medium)"',
+            f'sets = "platforms/{self.platform}.toml: links.{self.preset}.phy_rate"',
             f"calibrated = {{ {inline} }}"])
 
 
@@ -147,6 +147,30 @@ def confirm_through_board(calibration: MediumCalibration, platform: Platform, tr
                    time=platform.time(TimeChoice("device")))
     result = plan.execute(run_dir, progress)
     return replace(calibration, confirmed_bps=float(result.throughput_mbps) * 1e6)
+
+
+def phy_rate_line(platform: Platform, preset: str) -> tuple[list[str], int]:
+    """The platform file's lines and the index of the preset's `phy_rate = ...` line, which a calibration
+    overwrites; a preset not on the shared medium, or without exactly one such line, is refused."""
+    lines = platform.path.read_text().splitlines(keepends=True)
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == f"[links.{preset}]"]
+    found: list[int] = []
+    if starts:
+        end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        found = [i for i in range(starts[0] + 1, end) if lines[i].split("=")[0].strip() == "phy_rate"]
+    if platform.links.get(preset, {}).get("medium") != "shared" or len(found) != 1:
+        raise NetreproError(f"{platform.path}: [links.{preset}] has no medium = \"shared\" and one phy_rate line "
+                            "to write the calibration into",
+                            f"add medium = \"shared\" and phy_rate = \"65mbit\" to [links.{preset}], "
+                            "or leave out --record")
+    return lines, found[0]
+
+
+def record_phy_rate(platform: Platform, preset: str, rate_bps: int) -> None:
+    """Write the calibrated rate into the preset's phy_rate line (the rest of the file as it is)."""
+    lines, index = phy_rate_line(platform, preset)
+    lines[index] = f'phy_rate = "{rate_bps / 1e6:.3f}mbit"   # netrepro calibrate-medium\n'
+    platform.path.write_text("".join(lines))
 
 
 def record_input(report_path: Path, entry: str) -> None:
