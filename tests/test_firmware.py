@@ -124,7 +124,7 @@ def test_a_boards_apps_come_from_its_make_variable(n6, tree):
     assert build_firmware(ethernut, resolve_profile(ethernut, "nutos-default"), tree).apps == ("shell", "discard",
                                                                                                 "echo")
     assert build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree).apps == ("shell", "iperf", "discard",
-                                                                                  "sockbench", "echo")
+                                                                                  "sockbench", "echo", "udp")
 
 
 def test_a_nic_built_for_a_board_of_another_architecture_is_one_line(n6, tree):

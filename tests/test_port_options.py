@@ -189,7 +189,7 @@ def test_a_ports_file_builds_with_the_stand_ins_named_and_its_values_reach_the_f
     line = next(n for n, text in enumerate(PORT_OPTS.splitlines(), 1) if "LWIP_DHCP_DOES_ACD_CHECK" in text)
     assert f"LWIP_DHCP_DOES_ACD_CHECK (lwipopts.h:{line})" in firmware.warnings[0]
     assert "lwIP 2.1.3" in firmware.warnings[0] and "--lwip-tree" in firmware.warnings[0]
-    assert firmware.apps == ("shell", "iperf", "discard", "sockbench", "echo")
+    assert firmware.apps == ("shell", "iperf", "discard", "sockbench", "echo", "udp")
     # The stand-in is what the build says: trng_random_u32 defined by netrepro, calling the board's.
     stand_in = (firmware.build_dir / "gen" / "netrepro_stand_ins.c").read_text()
     assert "uint32_t trng_random_u32(void)" in stand_in and "netrepro_rand()" in stand_in
@@ -243,7 +243,7 @@ def test_cli_boot_json_shows_the_options_the_stand_ins_the_warnings_and_the_apps
     assert result["profile"] == "lwip_inc" and result["options"]["TCP_WND"] == 4 * MSS
     assert result["stand_ins"] == ["py/mpconfig.h -> empty header", "trng_random_u32 -> board RNG"]
     assert len(result["warnings"]) == 1 and "LWIP_DHCP_DOES_ACD_CHECK" in result["warnings"][0]
-    assert result["apps"] == ["shell", "iperf", "discard", "sockbench", "echo"] and result["forced"] == []
+    assert result["apps"] == ["shell", "iperf", "discard", "sockbench", "echo", "udp"] and result["forced"] == []
 
 
 def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_headers(n6, tree, locking_port):

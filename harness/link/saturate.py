@@ -6,6 +6,11 @@ an offered rate above what the link can carry, the device side receives them, an
 the UDP payload that arrived over the time it took, after a settling time in which the link's queue
 fills. It is the figure a report's "UDP on the same air" measures, so a medium's unknown can be
 calibrated against it (harness.studies.medium).
+
+On the shared medium the link also counts the air time its turns took (access to block ack), in
+its own schedule: the payload it delivered over that time is the same goodput, untouched by how
+late this busy host woke the link or the receiver (the wall-clock figure moves by ~2 % on a loaded
+host), and is the one a calibration uses; the receiver's figure stays beside it as a check.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ _SNAPLEN = 64                         # the capture keeps headers only: a flood'
 class Saturation:
     """What one flood through the link delivered."""
 
-    goodput_bps: float                # UDP payload bits per second at the receiving end, settled
+    goodput_bps: float                # UDP payload bit/s: over the air time on the shared medium, else wall_bps
+    wall_bps: float                   # UDP payload bit/s at the receiving end on the wall clock, settled
     offered_bps: float                # what was sent, in payload bits per second
     sent: int                         # datagrams sent
     received: int                     # datagrams that came through
@@ -126,4 +132,6 @@ def udp_saturation(spec: LinkSpec, seconds: float = 2.0, offered_bps: float | No
     bps, received, measured_s = goodput(receiver.got, start + SETTLE_S)
     if received < 2:
         raise NetreproError("no UDP datagram came through the link", "check the link spec (a rate of 0 on the air?)")
-    return Saturation(bps, offered, sent, len(receiver.got), measured_s)
+    air = link.counters_at_stop.to_device if link.counters_at_stop is not None else None
+    air_bps = air.frames_out * UDP_PAYLOAD * 8 / air.airtime_s if air is not None and air.airtime_s > 0 else None
+    return Saturation(air_bps or bps, bps, offered, sent, len(receiver.got), measured_s)
