@@ -8,12 +8,17 @@ through the board (real chain), udp-rx over the N6's calibrated medium within 3 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import subprocess
+import sys
 import tomllib
 from dataclasses import replace
 
 import pytest
 
 from harness.core.errors import NetreproError
+from harness.core.paths import PROJECT_ROOT as ROOT
 from harness.link import LinkSpec
 from harness.link.saturate import FRAME, UDP_PAYLOAD, goodput, udp_saturation
 from harness.rig.devicetime import TimeChoice
@@ -124,3 +129,24 @@ def test_recording_writes_the_rate_into_the_preset_and_the_entry_into_the_report
     check_input(inputs[1], set())
     assert inputs[1]["calibrated"]["phy_rate"] == "46.000mbit" and inputs[1]["value"] == 43
     assert inputs[1]["sets"] == "platforms/openmv-n6.toml: links.wifi-air.phy_rate"
+
+
+def _netrepro(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "CI": "true"})
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--link", "ethernet", "--udp", "43mbit", "--record", "openmv-n6"], r"\[links.ethernet\] has no medium"),
+    (["--link", "lte", "--udp", "43mbit"], "no link preset 'lte'"),
+    (["--link", "wifi-air", "--udp", "0"], "the UDP target must be positive"),
+    (["--link", "wifi-air", "--udp", "43mbit", "--record", "nope"], "unknown report 'nope'"),
+    (["--link", "wifi-air", "--udp", "43mbit", "--seconds", "0"], "must be positive"),
+])
+def test_bad_input_is_one_line_and_changes_no_file(args, message):
+    before = [p.read_text() for p in (ROOT / "platforms" / "openmv-n6.toml", ROOT / "reports" / "openmv-n6.toml")]
+    done = _netrepro("calibrate-medium", "openmv-n6", *args)
+    error = done.stderr.strip().splitlines()[-1]
+    assert done.returncode != 0 and re.search(message, error) and "Traceback" not in done.stderr, done.stderr
+    after = [p.read_text() for p in (ROOT / "platforms" / "openmv-n6.toml", ROOT / "reports" / "openmv-n6.toml")]
+    assert after == before
