@@ -16,7 +16,7 @@ from harness.core.progress import Progress
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
 from harness.studies.parallel import RUN_CPUS, RayRunner, ray_session
-from harness.studies.sweep import Axis, Sweep, SweepSpec, format_sweep, run_sweep
+from harness.studies.sweep import Axis, Sweep, SweepSpec, check_sweep, format_sweep, run_sweep
 from harness.studies.sweep_plots import plot_sweep
 from harness.studies.tune import DEFAULT_OPTIONS, TUNABLE, Tuning, format_tune, parse_budget, tune
 
@@ -141,7 +141,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         spec, folder = Sweep.load(args.resume).spec, args.resume.resolve()
     else:
         spec = sweep_spec(args)
-        spec.validate()
+        check_sweep(spec)
         folder = make_run_dir(args.out, f"sweep-{spec.platform}", "-".join(a.name for a in spec.axes)[:60])
     progress.step(f"sweep folder {folder}")
     with ray_session(args.ray_address, None if args.ray_address else (os.cpu_count() or 1)) as ray:

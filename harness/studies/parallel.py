@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import shutil
 import socket
@@ -144,6 +145,7 @@ def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator
     if ray.is_initialized():
         yield ray
         return
+    logging.getLogger("ray").setLevel(logging.ERROR)   # quiet: e.g. its token-authentication notice
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
                                "configure_logging": False}
     try:

@@ -172,12 +172,8 @@ def run_sweep(spec: SweepSpec, folder: Path, runner: Runner, progress: Progress 
     """Build every configuration, run every point not yet passed in `folder` (a sweep's folder, new or
     resumed), and write the table, CSV and JSON as points end. Plots are the caller's (plot_sweep)."""
     progress = progress or Progress(quiet=True)
-    spec.validate()
-    platform = load_platform(spec.platform)
-    tree = lwip_tree(spec.lwip_tree)
+    platform, tree = check_sweep(spec)
     links = spec.link_points()
-    for link in links:
-        link.spec(platform)  # an unknown preset or a bad --rtt/--rate stops the sweep before any build
     sweep = Sweep.load(folder) if (folder / SWEEP_FILE).is_file() else Sweep(spec, folder)
     sweep.spec, sweep.interrupted = spec, False
     finished = {p["key"]: p for p in sweep.points if p.get("status") == "passed"}
@@ -221,6 +217,17 @@ def run_sweep(spec: SweepSpec, folder: Path, runner: Runner, progress: Progress 
         raise
     sweep.save()
     return sweep
+
+
+def check_sweep(spec: SweepSpec) -> tuple[Platform, Path]:
+    """Everything about the grid that can be wrong before a build or a run: one-line errors."""
+    spec.validate()
+    platform = load_platform(spec.platform)
+    tree = lwip_tree(spec.lwip_tree)
+    for link in spec.link_points():
+        link.spec(platform)                          # an unknown preset, a bad --rtt or --rate
+    spec.configuration(spec.configurations()[0]).profile(platform, tree)   # the options' names, the profile
+    return platform, tree
 
 
 def resume_sweep(folder: Path, runner: Runner, progress: Progress | None = None) -> Sweep:
