@@ -23,11 +23,12 @@ import logging
 import os
 import shutil
 import socket
+import sys
 import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, redirect_stdout, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,9 @@ def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator
                else "check that nothing else holds Ray's ports, or give --ray-address")
         raise NetreproError(f"could not start {where}: {str(exc).splitlines()[0] if str(exc) else exc}", fix) from None
     try:
-        yield ray
+        # Ray prints what its raylet reports (a worker that died, ...) on stdout, where --json's document goes
+        with redirect_stdout(sys.stderr):
+            yield ray
     finally:
         ray.shutdown()
 
