@@ -42,28 +42,30 @@ from harness.studies.sweep_plots import plot_frontier
 
 @dataclass(frozen=True)
 class Knob:
-    """One searchable option: its values as lwIP expressions, low..high in steps of `unit`."""
+    """One searchable option: an lwIP expression of one searched whole number n, low..high, or one
+    of `choices`. The expressions are relative where lwIP's sanity rules relate options (queue
+    lengths to the send buffer, pool pbufs to the window), so that few trials break them; those
+    that still do are pruned when they fail to compile."""
 
-    low: int
-    high: int
-    unit: str = ""            # "TCP_MSS": a count of segments; "1024": KiB; "": the number itself
+    low: int = 0
+    high: int = 0
+    form: str = "{n}"
     choices: tuple[int, ...] = ()
 
     def suggest(self, trial: Any, name: str) -> str:
         if self.choices:
             return str(trial.suggest_categorical(name, list(self.choices)))
-        n = trial.suggest_int(name, self.low, self.high)
-        return f"{n}*{self.unit}" if self.unit else str(n)
+        return self.form.format(n=trial.suggest_int(name, self.low, self.high))
 
 
 TUNABLE = {
-    "TCP_WND": Knob(2, 32, "TCP_MSS"),
-    "TCP_SND_BUF": Knob(2, 32, "TCP_MSS"),
-    "TCP_MSS": Knob(0, 0, choices=(536, 800, 1024, 1460)),
-    "MEM_SIZE": Knob(2, 64, "1024"),
-    "PBUF_POOL_SIZE": Knob(2, 48),
-    "MEMP_NUM_TCP_SEG": Knob(4, 64),
-    "TCP_SND_QUEUELEN": Knob(4, 64),
+    "TCP_MSS": Knob(choices=(536, 800, 1024, 1460)),
+    "TCP_WND": Knob(2, 24, "{n}*TCP_MSS"),
+    "TCP_SND_BUF": Knob(2, 24, "{n}*TCP_MSS"),
+    "MEM_SIZE": Knob(2, 32, "{n}*1024"),
+    "PBUF_POOL_SIZE": Knob(0, 8, "(TCP_WND/TCP_MSS+{n})"),        # lwIP: TCP_WND fits the pool's pbufs
+    "TCP_SND_QUEUELEN": Knob(2, 4, "({n}*TCP_SND_BUF/TCP_MSS)"),  # lwIP: at least 2 * TCP_SND_BUF/TCP_MSS
+    "MEMP_NUM_TCP_SEG": Knob(0, 16, "(TCP_SND_QUEUELEN+{n})"),    # lwIP: at least TCP_SND_QUEUELEN
 }
 DEFAULT_OPTIONS = tuple(TUNABLE)
 MAX_TRIES = 10   # configurations tried per trial asked for, pruned ones included, before the search gives up
@@ -281,8 +283,8 @@ def format_tune(document: dict[str, Any]) -> str:
     lines = [f"tune on {document['platform']}: {document['workload']['name']} over {document['link']}, lwIP RAM "
              f"budget {document['budget']} B ({document['budget'] / 1024:.1f} KiB); {len(ran)} trials run, "
              f"{pruned} pruned (do not compile or over the budget); folder {document['folder']}", "",
-             "Pareto frontier (most throughput for the RAM):"]
-    widths = [max(len(n), *(len(str(trials[i]["options"][n])) for i in document["frontier"])) if document["frontier"]
+             "Pareto frontier (most throughput for the RAM; the options' effective values):"]
+    widths = [max(len(n), *(len(str(_effective(trials[i], n))) for i in document["frontier"])) if document["frontier"]
               else len(n) for n in names]
     header = "  ".join(f"{n:<{w}}" for n, w in zip(names, widths, strict=True)) + \
         f"  {'RAM B':>7} {'Mbit/s':>7}  verdict"
@@ -290,7 +292,7 @@ def format_tune(document: dict[str, Any]) -> str:
     for number in document["frontier"]:
         t = trials[number]
         best = "  <- best" if number == document["best"] else ""
-        lines.append("  ".join(f"{t['options'][n]!s:<{w}}" for n, w in zip(names, widths, strict=True))
+        lines.append("  ".join(f"{_effective(t, n)!s:<{w}}" for n, w in zip(names, widths, strict=True))
                      + f"  {t['lwip_ram']:>7} {t['throughput_mbps']:>7.2f}  {t['verdict'] or '-'}{best}")
     if document["compared"]:
         lines += ["", "profiles compared:",
@@ -299,6 +301,11 @@ def format_tune(document: dict[str, Any]) -> str:
     lines += ["", f"best within the budget: {document['lwipopts']} (use it with --lwip)" if document["lwipopts"]
               else "no configuration within the budget ran: raise the budget or the trials"]
     return "\n".join(lines)
+
+
+def _effective(trial: dict[str, Any], name: str) -> Any:
+    """The option's value as the firmware reported it, else as the search wrote it."""
+    return trial.get("effective_options", {}).get(name, trial["options"][name])
 
 
 def _mbps(value: float | None) -> str:
