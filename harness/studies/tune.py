@@ -112,6 +112,11 @@ class Tuning:
         if self.workload.name in TWO_WAY:
             raise NetreproError(f"workload {self.workload.name} measures two directions at once",
                                 "tune for one direction: rx, tx, discard, sock-rx or sock-tx")
+        platform = load_platform(self.platform)
+        if self.link:
+            platform.link_preset(self.link)
+        for name in self.compare or ():
+            Configuration(name).profile(platform, lwip_tree(self.lwip_tree))
 
 
 Runner = Callable[[Sequence[RunTask], Callable[[TaskOutcome], None]], Any]
