@@ -323,3 +323,22 @@ def test_ctrl_c_keeps_the_finished_points_and_resume_runs_the_rest(tmp_path, no_
     assert points[0] == stored["points"][0]                       # the finished point was kept, not rerun
     assert (folder / (Path(points[1]["run_dir"]).name + "-earlier1") / "console.log").is_file()
     assert _gone_soon(lambda: ray_processes() - before) == set()
+
+
+def test_a_run_folder_shipped_from_another_machine_lands_in_the_callers_folder(tmp_path):
+    """A worker without the caller's filesystem packs its folder; the caller unpacks it and moves the paths."""
+    from harness.studies.parallel import pack, relocate, unpack
+
+    theirs = tmp_path / "worker" / "netrepro-ray-x"
+    (theirs / "plots").mkdir(parents=True)
+    (theirs / "capture.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(100))
+    (theirs / "plots" / "goodput.png").write_bytes(b"png")
+    result = {"run_dir": str(theirs), "capture": str(theirs / "capture.pcap"),
+              "plots": [str(theirs / "plots/goodput.png")]}
+    ours = tmp_path / "sweep" / "c01-l01-x"
+    unpack(pack(theirs), ours)
+    assert (ours / "capture.pcap").read_bytes() == (theirs / "capture.pcap").read_bytes()
+    assert (ours / "plots" / "goodput.png").read_bytes() == b"png"
+    moved = relocate(result, str(theirs), str(ours))
+    assert moved == {"run_dir": str(ours), "capture": str(ours / "capture.pcap"),
+                     "plots": [str(ours / "plots/goodput.png")]}

@@ -100,7 +100,7 @@ def execute_task(task: RunTask) -> dict[str, Any]:
         error, result = str(exc), _saved_result(run_dir)
     out = {"result": result, "error": error, "host": socket.gethostname(), "tarball": None}
     if not shared:
-        out["tarball"] = _pack(run_dir)
+        out["tarball"] = pack(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
     return out
 
@@ -111,7 +111,7 @@ def _saved_result(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _pack(folder: Path) -> bytes:
+def pack(folder: Path) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         tar.add(folder, arcname=".")
