@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.core.progress import Progress  # noqa: E402
+from harness.rig.build import build_firmware  # noqa: E402
 from harness.rig.workload import Workload  # noqa: E402
 from harness.studies.parallel import RayRunner, ray_session  # noqa: E402
-from harness.rig.build import build_firmware  # noqa: E402
 from harness.studies.sweep import Axis, SweepSpec, check_sweep, run_sweep  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
