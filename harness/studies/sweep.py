@@ -178,6 +178,7 @@ def run_sweep(spec: SweepSpec, folder: Path, runner: Runner, progress: Progress 
     sweep.spec, sweep.interrupted = spec, False
     finished = {p["key"]: p for p in sweep.points if p.get("status") == "passed"}
     sweep.points, sweep.rejected = list(finished.values()), []
+    sweep.save()   # a sweep stopped while building is still a folder --resume takes
     tasks = []
     for number, options in enumerate(spec.configurations(), 1):
         configuration = spec.configuration(options)
