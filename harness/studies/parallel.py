@@ -154,10 +154,11 @@ def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator
             ray.init(address=address, **options)
         else:
             ray.init(num_cpus=cpus or os.cpu_count() or 1, **options)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
+    except Exception as exc:  # Ray raises plain Exception too, e.g. when its node times out starting
+        ray.shutdown()        # whatever part of a local instance did start
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         fix = ("check the address (ray start --head prints it) and that the head is running" if address
-               else "check that nothing else holds Ray's ports, or give --ray-address")
+               else "the machine may be too busy for Ray to start in time: try again, or give --ray-address")
         raise NetreproError(f"could not start {where}: {str(exc).splitlines()[0] if str(exc) else exc}", fix) from None
     try:
         # Ray prints what its raylet reports (a worker that died, ...) on stdout, where --json's document goes
