@@ -45,6 +45,7 @@ from harness.studies.run import Configuration, RunPlan, execute_trusted
 RUN_CPUS = 1                 # what one emulation needs: QEMU's one TCG thread; link and peer mostly wait
 ATTEMPTS = 2                 # a run is tried at most twice
 CANCEL_GRACE_S = 30.0        # after Ctrl-C, how long cancelled runs get to tear their rigs down
+RAY_START_ATTEMPTS = 2       # a local Ray instance whose node times out starting is tried once more
 WORKER_PID_FILE = "worker.pid"   # the Ray worker running the attempt (tests kill it to lose a worker)
 
 
@@ -149,23 +150,33 @@ def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator
     logging.getLogger("ray").setLevel(logging.ERROR)   # quiet: e.g. its token-authentication notice
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
                                "configure_logging": False}
-    try:
-        if address:
-            ray.init(address=address, **options)
-        else:
-            ray.init(num_cpus=cpus or os.cpu_count() or 1, **options)
-    except Exception as exc:  # Ray raises plain Exception too, e.g. when its node times out starting
-        ray.shutdown()        # whatever part of a local instance did start
-        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        fix = ("check the address (ray start --head prints it) and that the head is running" if address
-               else "the machine may be too busy for Ray to start in time: try again, or give --ray-address")
-        raise NetreproError(f"could not start {where}: {str(exc).splitlines()[0] if str(exc) else exc}", fix) from None
+    _start_ray(ray, address, cpus, options)
     try:
         # Ray prints what its raylet reports (a worker that died, ...) on stdout, where --json's document goes
         with redirect_stdout(sys.stderr):
             yield ray
     finally:
         ray.shutdown()
+
+
+def _start_ray(ray: Any, address: str | None, cpus: int | None, options: dict[str, Any]) -> None:
+    """ray.init, tried a second time when a local instance's node does not come up within Ray's own 30 s
+    (a busy machine); a one-line error when it still fails."""
+    tries = 1 if address else RAY_START_ATTEMPTS
+    for _ in range(tries):
+        try:
+            if address:
+                ray.init(address=address, **options)
+            else:
+                ray.init(num_cpus=cpus or os.cpu_count() or 1, **options)
+            return
+        except Exception as exc:  # Ray raises plain Exception too, e.g. when its node times out starting
+            ray.shutdown()        # whatever part of a local instance did start
+            error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    where = f"the Ray cluster at {address}" if address else f"a local Ray instance ({tries} tries)"
+    fix = ("check the address (ray start --head prints it) and that the head is running" if address
+           else "the machine may be too busy for Ray to start in time: try again, or give --ray-address")
+    raise NetreproError(f"could not start {where}: {error}", fix)
 
 
 @dataclass
