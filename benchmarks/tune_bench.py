@@ -61,7 +61,8 @@ def markdown(doc: dict, command: str, wall: float, jobs: int) -> str:
     marks = {m["label"]: m for m in doc["compared"]}
     after = marks.get("mp-rt1060-after", {})
     lines = [f"# tune: openmv-rt1060 over wifi, sock-rx, within mp-rt1060-after's lwIP RAM ({doc['budget']} B)", "",
-             f"`{command}`, {jobs} runs at once on a local Ray instance (this shared 2-core machine), device time.", "",
+             f"`{command}`, {jobs} run{'s' if jobs != 1 else ''} at once on a local Ray instance (this shared "
+             "2-core machine), device time.", "",
              f"- trials: {len(ran)} run, {len(doc['trials']) - len(ran)} pruned (do not compile, or over the budget); "
              f"wall time {wall} s ({wall / 60:.1f} min)",
              *(f"- {label}: {m['throughput_mbps']} Mbit/s with {m['ram']} B of lwIP RAM ({m['verdict']})"
