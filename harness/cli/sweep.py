@@ -62,7 +62,8 @@ def add_tune_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="lwIP RAM allowed: a size (26.7KB = 26.7 KiB, 27340) or a profile whose RAM it is")
     parser.add_argument("--options", type=_list, default=list(DEFAULT_OPTIONS), metavar="A,B,...",
                         help=f"the options to search (of {', '.join(TUNABLE)}; default all)")
-    parser.add_argument("--trials", type=int, default=24, help="configurations to try (default 24)")
+    parser.add_argument("--trials", type=int, default=12,
+                        help="configurations to run; pruned ones do not count (default 12)")
     parser.add_argument("--lwip", metavar="PROFILE_OR_PATH", help="the options the search starts from "
                                                                  "(default: the platform's profile)")
     parser.add_argument("--compare", action="append", default=None, metavar="PROFILE",
@@ -172,4 +173,4 @@ def cmd_tune(args: argparse.Namespace) -> int:
         runner = RayRunner(ray, jobs(args, ray), progress)
         document = tune(tuning, folder, runner.run, progress, jobs=runner.jobs)
     print(json.dumps(document, indent=2) if args.json else format_tune(document))
-    return 0 if document["best"] else 1
+    return 0 if document["best"] is not None else 1   # trial 0 may be the best

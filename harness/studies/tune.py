@@ -91,7 +91,7 @@ class Tuning:
     platform: str
     budget: int
     options: tuple[str, ...] = DEFAULT_OPTIONS
-    trials: int = 24
+    trials: int = 12
     link: str | None = None
     workload: Workload = field(default_factory=lambda: Workload("rx", seconds=3.0))
     lwip: str | None = None
