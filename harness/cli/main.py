@@ -15,6 +15,7 @@ from harness.analysis.plots import plot_capture
 from harness.cli.bisect import add_bisect_parser
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, rate_arg, size_arg
 from harness.cli.medium import add_medium_parser
+from harness.cli.sweep import add_sweep_parser, add_tune_parser
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
@@ -160,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bisect_parser(sub)
     add_medium_parser(sub)
+    add_sweep_parser(sub)
+    add_tune_parser(sub)
 
     calib = sub.add_parser("calibrate", help="measure how fast this host runs a board's core, for device time",
                            description="Run the board's spin loop free, then a socket benchmark under device time, "

@@ -1,0 +1,271 @@
+"""Runs on Ray: many `RunPlan`s at once, on this machine or on a cluster.
+
+A `RunTask` says what to run (the platform's name, the configuration, the link, the workload, the
+time) and where its run folder is; a Ray worker builds the firmware (from the shared build cache
+when there is one) and executes the plan as `run` does. A worker that shares the caller's
+filesystem writes the run folder in place; one that does not (a cluster node) runs in a folder of
+its own and ships it back as a tarball, which the caller unpacks into the run folder.
+
+By default Ray is a local instance sized to this machine's cores, started here and shut down when
+the runs end; `address` joins a running cluster instead (its workers need netrepro installed).
+Each run reserves RUN_CPUS CPUs: one emulator thread, the link and the peer's stack.
+
+A run that fails, or whose worker is lost, is retried once, the failed attempt's folder kept
+beside it (FOLDER-attempt1); a second failure is reported, never dropped. Ctrl-C cancels the runs
+under way (each tears its rig down) and then Ray is shut down.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import shutil
+import socket
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import NetreproError
+from harness.core.progress import Progress
+from harness.link import LinkSpec
+from harness.rig.build import lwip_tree
+from harness.rig.devicetime import TimeChoice
+from harness.rig.platform import load_platform
+from harness.rig.workload import Workload
+from harness.studies.run import Configuration, RunPlan, execute_trusted
+
+RUN_CPUS = 1                 # what one emulation needs: QEMU's one TCG thread; link and peer mostly wait
+ATTEMPTS = 2                 # a run is tried at most twice
+CANCEL_GRACE_S = 30.0        # after Ctrl-C, how long cancelled runs get to tear their rigs down
+RAY_START_ATTEMPTS = 2       # a local Ray instance whose node times out starting is tried once more
+WORKER_PID_FILE = "worker.pid"   # the Ray worker running the attempt (tests kill it to lose a worker)
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run as a worker needs it; `run_dir` is the caller's folder for it (absolute)."""
+
+    key: str
+    platform: str
+    configuration: Configuration
+    link: LinkSpec
+    workload: Workload
+    time: TimeChoice
+    run_dir: str
+    lwip_tree: str | None = None
+    boot_timeout: float = 60.0
+
+    def timeout_s(self) -> float:
+        """The whole attempt's limit, build and boot included: generous, since the dilation stretches the run."""
+        return 300.0 + self.boot_timeout + 60.0 * (self.workload.seconds + self.workload.warmup_s)
+
+
+@dataclass
+class TaskOutcome:
+    """What became of a task: its result.json (None when no attempt got that far), the error of a
+    failure, and the attempts made (their folders: the last one is `run_dir`)."""
+
+    task: RunTask
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    attempts: list[str] = field(default_factory=list)
+    host: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.result is not None and self.result.get("status") == "passed"
+
+
+def execute_task(task: RunTask) -> dict[str, Any]:
+    """Run one task here (what a Ray worker executes): {"result", "error", "host", "tarball"}."""
+    shared = Path(task.run_dir).parent.is_dir()
+    run_dir = Path(task.run_dir) if shared else Path(tempfile.mkdtemp(prefix="netrepro-ray-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / WORKER_PID_FILE).write_text(f"{os.getpid()}\n")
+    error = None
+    try:
+        platform = load_platform(task.platform)
+        tree = lwip_tree(task.lwip_tree)
+        plan = RunPlan(platform, task.configuration.build(platform, tree), task.link, task.workload,
+                       boot_timeout=task.boot_timeout, time=platform.time(task.time))
+        result = execute_trusted(plan, run_dir).as_dict()
+    except NetreproError as exc:
+        error, result = str(exc), _saved_result(run_dir)
+    out = {"result": result, "error": error, "host": socket.gethostname(), "tarball": None}
+    if not shared:
+        out["tarball"] = pack(run_dir)
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return out
+
+
+def _saved_result(run_dir: Path) -> dict[str, Any] | None:
+    """The result.json a failed run left (it saves one whatever happens once it started)."""
+    path = run_dir / "result.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def pack(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(folder, arcname=".")
+    return buffer.getvalue()
+
+
+def unpack(tarball: bytes, folder: Path) -> None:
+    """A worker's shipped run folder into the caller's (plain files and folders only)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as tar:
+        tar.extractall(folder, filter="data")
+
+
+def relocate(result: dict[str, Any] | None, old: str, new: str) -> dict[str, Any] | None:
+    """A shipped result's paths (run folder, capture, plots), moved from the worker's folder to the caller's."""
+    if result is None or old == new:
+        return result
+    return json.loads(json.dumps(result).replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1]))
+
+
+# ------------------------------------------------------------------ Ray
+
+
+@contextmanager
+def ray_session(address: str | None = None, cpus: int | None = None) -> Iterator[Any]:
+    """Ray, quiet: joined at `address`, else a local instance of `cpus` CPUs (default: the machine's);
+    one already running in this process (a test's) is used and left running."""
+    try:
+        import ray
+    except ImportError:
+        raise NetreproError("Ray is not installed", "pip install -e '.[sweep]'") from None
+    if ray.is_initialized():
+        yield ray
+        return
+    logging.getLogger("ray").setLevel(logging.ERROR)   # quiet: e.g. its token-authentication notice
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
+                               "configure_logging": False}
+    _start_ray(ray, address, cpus, options)
+    try:
+        # Ray prints what its raylet reports (a worker that died, ...) on stdout, where --json's document goes
+        with redirect_stdout(sys.stderr):
+            yield ray
+    finally:
+        ray.shutdown()
+
+
+def _start_ray(ray: Any, address: str | None, cpus: int | None, options: dict[str, Any]) -> None:
+    """ray.init, tried a second time when a local instance's node does not come up within Ray's own 30 s
+    (a busy machine); a one-line error when it still fails."""
+    tries = 1 if address else RAY_START_ATTEMPTS
+    for _ in range(tries):
+        try:
+            if address:
+                ray.init(address=address, **options)
+            else:
+                ray.init(num_cpus=cpus or os.cpu_count() or 1, **options)
+            return
+        except Exception as exc:  # Ray raises plain Exception too, e.g. when its node times out starting
+            ray.shutdown()        # whatever part of a local instance did start
+            error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    where = f"the Ray cluster at {address}" if address else f"a local Ray instance ({tries} tries)"
+    fix = ("check the address (ray start --head prints it) and that the head is running" if address
+           else "the machine may be too busy for Ray to start in time: try again, or give --ray-address")
+    raise NetreproError(f"could not start {where}: {error}", fix)
+
+
+@dataclass
+class RayRunner:
+    """Executes tasks on Ray at most `jobs` at a time, retrying each once, reporting each as it ends."""
+
+    ray: Any
+    jobs: int
+    progress: Progress = field(default_factory=lambda: Progress(quiet=True))
+    _remote: Any = None
+
+    def run(self, tasks: Sequence[RunTask], on_done: Callable[[TaskOutcome], None]) -> list[TaskOutcome]:
+        remote = self.ray.remote(num_cpus=RUN_CPUS, max_retries=0)(execute_task)
+        waiting = list(tasks)
+        running: dict[Any, tuple[TaskOutcome, float]] = {}
+        done: list[TaskOutcome] = []
+        try:
+            while waiting or running:
+                while waiting and len(running) < self.jobs:
+                    outcome = TaskOutcome(waiting.pop(0))
+                    running[self._submit(remote, outcome)] = (outcome, time.monotonic())
+                ready, _ = self.ray.wait(list(running), num_returns=1, timeout=1.0)
+                for ref in ready or self._overdue(running):
+                    outcome, _started = running.pop(ref)
+                    if self._finish(ref, outcome):
+                        done.append(outcome)
+                        on_done(outcome)
+                    else:
+                        running[self._submit(remote, outcome)] = (outcome, time.monotonic())
+        except KeyboardInterrupt:
+            self._cancel(list(running))
+            raise
+        return done
+
+    def _submit(self, remote: Any, outcome: TaskOutcome) -> Any:
+        """Start the next attempt; an earlier attempt's folder moves aside as FOLDER-attemptN."""
+        folder = Path(outcome.task.run_dir)
+        if outcome.attempts and folder.exists():
+            aside = folder.with_name(f"{folder.name}-attempt{len(outcome.attempts)}")
+            folder.rename(aside)
+            outcome.attempts[-1] = str(aside)
+        folder.mkdir(parents=True, exist_ok=True)
+        outcome.attempts.append(str(folder))
+        self.progress.step(f"{outcome.task.key}: attempt {len(outcome.attempts)} started")
+        return remote.remote(outcome.task)
+
+    def _overdue(self, running: dict[Any, tuple[TaskOutcome, float]]) -> list[Any]:
+        now = time.monotonic()
+        late = [ref for ref, (o, started) in running.items() if now - started > o.task.timeout_s()]
+        for ref in late:
+            self.ray.cancel(ref, force=True)
+        return late
+
+    def _finish(self, ref: Any, outcome: TaskOutcome) -> bool:
+        """Record an attempt's end; False when the task should be tried again."""
+        try:
+            out = self.ray.get(ref, timeout=60)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # a lost worker, a cancelled overdue run, an error outside the run
+            out = {"result": _saved_result(Path(outcome.task.run_dir)), "error": _lost(exc, outcome.task),
+                   "host": None, "tarball": None}
+        if out["tarball"] is not None:
+            unpack(out["tarball"], Path(outcome.task.run_dir))
+            old = (out["result"] or {}).get("run_dir", outcome.task.run_dir)
+            out["result"] = relocate(out["result"], old, outcome.task.run_dir)
+        outcome.result, outcome.error, outcome.host = out["result"], out["error"], out["host"]
+        if outcome.error is None and outcome.result is None:
+            outcome.error = "the run returned no result"
+        if outcome.passed or len(outcome.attempts) >= ATTEMPTS:
+            return True
+        self.progress.warn(f"{outcome.task.key}: attempt {len(outcome.attempts)} failed ({outcome.error}); "
+                           "trying once more")
+        return False
+
+    def _cancel(self, refs: list[Any]) -> None:
+        """Ctrl-C: ask each run under way to stop (it tears its rig down), then wait a little for them."""
+        for ref in refs:
+            with suppress(Exception):
+                self.ray.cancel(ref, force=False)
+        with suppress(Exception):
+            self.ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE_S)
+
+
+def _lost(exc: Exception, task: RunTask) -> str:
+    kind = type(exc).__name__
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    if "WorkerCrashed" in kind or "NodeDied" in kind or "ActorDied" in kind:
+        return f"the worker running it was lost ({kind})"
+    if "Cancel" in kind or "GetTimeout" in kind:
+        return f"no result within {task.timeout_s():g} s"
+    return f"{kind}: {first}"

@@ -1,0 +1,119 @@
+"""netrepro tune: the search space, the budget, the Pareto frontier, its table, and one real tune on Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.core.errors import NetreproError
+from harness.rig.build import build_firmware
+from harness.rig.platform import load_platform
+from harness.rig.profile import resolve_profile
+from harness.rig.workload import Workload
+from harness.studies.tune import TUNABLE, Tuning, format_tune, pareto_front, parse_budget
+
+_ENV = {**os.environ, "CI": "true"}
+
+
+class _Trial:
+    """Optuna's suggest_* as a trial answers them: the low end, or the first choice."""
+
+    def suggest_int(self, name, low, high):
+        return low
+
+    def suggest_categorical(self, name, choices):
+        return choices[0]
+
+
+def test_each_option_is_searched_as_an_lwip_expression():
+    values = {name: knob.suggest(_Trial(), name) for name, knob in TUNABLE.items()}
+    assert values == {"TCP_MSS": "536", "TCP_WND": "2*TCP_MSS", "TCP_SND_BUF": "2*TCP_MSS", "MEM_SIZE": "2*1024",
+                      "PBUF_POOL_SIZE": "(TCP_WND/TCP_MSS+0)", "TCP_SND_QUEUELEN": "(2*TCP_SND_BUF/TCP_MSS)",
+                      "MEMP_NUM_TCP_SEG": "(TCP_SND_QUEUELEN+0)"}
+
+
+def test_the_budget_is_a_size_or_a_profiles_lwip_ram(tree):
+    assert parse_budget("26.7KB", "openmv-rt1060") == round(26.7 * 1024)
+    assert parse_budget("27388", "openmv-rt1060") == 27388
+    platform = load_platform("openmv-rt1060")
+    firmware = build_firmware(platform, resolve_profile(platform, "mp-rt1060-after"), tree)
+    assert parse_budget("mp-rt1060-after", "openmv-rt1060") == firmware.lwip_ram.total
+    with pytest.raises(NetreproError, match="not a size nor a profile of openmv-rt1060"):
+        parse_budget("mp-n6-after", "openmv-rt1060")
+
+
+@pytest.mark.parametrize(("changes", "words"), [
+    ({"options": ("TCP_WND", "LWIP_DHCP")}, "cannot search LWIP_DHCP"),
+    ({"trials": 0}, "bad --trials"),
+    ({"budget": 0}, "bad RAM budget"),
+    ({"workload": Workload("duplex")}, "two directions"),
+])
+def test_a_tune_that_cannot_run_is_one_clear_error(changes, words):
+    with pytest.raises(NetreproError, match=words):
+        Tuning(**{"platform": "openmv-rt1060", "budget": 27388, **changes}).validate()
+
+
+def _trial(number, ram, mbps, state="complete"):
+    return {"number": number, "key": f"trial-{number:03d}", "options": {"TCP_WND": f"{number}*TCP_MSS"},
+            "effective_options": {"TCP_WND": number * 1460} if mbps else {}, "state": state, "lwip_ram": ram,
+            "throughput_mbps": mbps, "verdict": "window-limited" if mbps else None, "reason": None, "run_dir": None}
+
+
+def test_the_frontier_is_the_trials_nothing_beats_on_both_throughput_and_ram():
+    trials = [_trial(1, 20000, 10.0), _trial(2, 22000, 9.0), _trial(3, 24000, 20.0), _trial(4, 24000, 18.0),
+              _trial(5, 26000, 20.0), _trial(6, 18000, None, "pruned"), _trial(7, 27000, 30.0)]
+    assert [t["number"] for t in pareto_front(trials)] == [1, 3, 7]
+    assert pareto_front([]) == []
+
+
+def test_the_table_lists_the_frontier_effective_values_the_profiles_and_the_header():
+    trials = [_trial(4, 20000, 10.0), _trial(8, 26000, 30.0), _trial(9, None, None, "pruned")]
+    doc = {"platform": "openmv-rt1060", "folder": "/runs/t", "budget": 27388, "options": ["TCP_WND"], "link": "wifi",
+           "workload": {"name": "sock-rx"}, "time": "device", "trials": trials, "frontier": [4, 8], "best": 8,
+           "compared": [{"label": "mp-rt1060-after", "ram": 27388, "throughput_mbps": 22.4, "verdict": "window-limited",
+                         "run_dir": "/runs/t/profile-mp-rt1060-after"}], "lwipopts": "/runs/t/lwipopts.h"}
+    text = format_tune(doc)
+    assert "2 trials run, 1 pruned" in text and "budget 27388 B (26.7 KiB)" in text
+    assert "11680      26000   30.00  window-limited  <- best" in text
+    assert "mp-rt1060-after      RAM 27388 B, 22.40 Mbit/s, window-limited" in text
+    assert "best within the budget: /runs/t/lwipopts.h (use it with --lwip)" in text
+
+
+def test_bad_tune_input_is_one_line():
+    for args, words in ((["--ram-budget", "lots"], "not a size nor a profile"),
+                        (["--ram-budget", "27388", "--options", "TCP_WND,NOPE"], "cannot search NOPE"),
+                        (["--ram-budget", "27388", "--link", "moon"], "moon")):
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "openmv-rt1060", *args],
+                              capture_output=True, text=True, timeout=120, env=_ENV, check=False)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.real
+def test_a_real_tune_runs_trials_prunes_what_lwip_rejects_and_writes_a_lwipopts_that_builds(tmp_path, tree,
+                                                                                             no_leftovers):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "openmv-rt1060", "--link", "wifi",
+                           "--workload", "sock-rx", "--chunk", "512", "--ram-budget", "mp-rt1060-after",
+                           "--options", "TCP_WND,PBUF_POOL_SIZE,MEM_SIZE", "--trials", "1", "--seconds", "2",
+                           "--jobs", "1", "--compare", "mp-rt1060-after", "--out", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=900, env=_ENV, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    ran = [t for t in doc["trials"] if t["state"] != "pruned"]
+    assert len(ran) == 1 and ran[0]["throughput_mbps"] > 0 and ran[0]["lwip_ram"] <= doc["budget"]
+    assert all(t["reason"] for t in doc["trials"] if t["state"] == "pruned")
+    (after,) = doc["compared"]
+    assert after["label"] == "mp-rt1060-after" and after["ram"] == doc["budget"] and after["throughput_mbps"] > 10
+    assert doc["best"] == ran[0]["number"] and doc["frontier"] == [ran[0]["number"]]
+    header = Path(doc["lwipopts"])
+    assert header.parent == Path(doc["folder"]) and Path(doc["plots"][0]).stat().st_size > 5000
+    platform = load_platform("openmv-rt1060")
+    rebuilt = build_firmware(platform, resolve_profile(platform, str(header)), tree)
+    assert rebuilt.lwip_ram.total == ran[0]["lwip_ram"]      # the header is the configuration that ran
+    result = json.loads((Path(ran[0]["run_dir"]) / "result.json").read_text())
+    assert result["status"] == "passed" and result["throughput_mbps"] == ran[0]["throughput_mbps"]
