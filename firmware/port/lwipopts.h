@@ -60,4 +60,11 @@
 #undef LWIP_SNMP
 #define LWIP_SNMP 0
 
+/* The fuzzer's test only (firmware/apps/test_fuzz_bug.h): a planted crash on one malformed TCP option. */
+#if defined(NR_TEST_FUZZ_BUG) && NR_TEST_FUZZ_BUG
+#include "../apps/test_fuzz_bug.h"
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
+  nr_test_fuzz_bug((hdr), (optlen), (opt1len), (opt2))
+#endif
+
 #endif

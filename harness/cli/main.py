@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.analysis import format_table, load_capture
 from harness.analysis.plots import plot_capture
 from harness.cli.bisect import add_bisect_parser
+from harness.cli.fuzz import add_fuzz_parser, add_replay_parser
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, rate_arg, size_arg
 from harness.cli.medium import add_medium_parser
 from harness.cli.sweep import add_sweep_parser, add_tune_parser
@@ -163,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_medium_parser(sub)
     add_sweep_parser(sub)
     add_tune_parser(sub)
+    add_fuzz_parser(sub)
+    add_replay_parser(sub)
 
     calib = sub.add_parser("calibrate", help="measure how fast this host runs a board's core, for device time",
                            description="Run the board's spin loop free, then a socket benchmark under device time, "
