@@ -11,7 +11,7 @@ echo TIMEOUT       a fresh connection to the board's echo service, 16 bytes ther
 open TIMEOUT       (re)open the connection the fuzzer's established-connection frames aim at: exchange 8
                    bytes with the echo service, then read the board's last segment of it off the tap:
                    {"ok", "sport", "peer_next", "board_next"} (the next sequence number of each side)
-close              reset that connection: {"ok"}
+close              reset that connection at the board's end too: {"ok": the board says it is gone, "resets"}
 
 Only the standard library: it must start fast and needs nothing of the harness.
 """
@@ -29,6 +29,9 @@ import time
 _ETH_P_ALL = 0x0003
 _ETH_P_IP = 0x0800
 _PAYLOAD = b"netrepro"
+_ACK, _RST = 0x10, 0x04
+_CLOSE_TRIES = 4   # resets at the number the board gives, before giving up on closing its end
+_ANSWER_S = 1.0    # wall seconds the board has to answer a segment on the connection
 
 
 class Hands:
@@ -37,6 +40,7 @@ class Hands:
         self.packet = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(_ETH_P_ALL))
         self.packet.bind((tap, 0))
         self.conn: socket.socket | None = None
+        self.opened: tuple[str, int] | None = None  # the connection's local address and port
         self.ping_id = os.getpid() & 0xFFFF
         self.ping_seq = 0
 
@@ -109,14 +113,15 @@ class Hands:
                 got += chunk
         except OSError as exc:
             return {"ok": False, "error": str(exc) or type(exc).__name__}
-        sport = self.conn.getsockname()[1]
+        self.opened = self.conn.getsockname()
+        sport = self.opened[1]
         # the echo came in a segment the board sent; its ACK of our bytes may follow a moment later
         time.sleep(0.05)
         board_next = peer_next = None
         for frame in self._drain():
             segment = _tcp_from(frame, self.board_ip, self.port, sport)
             if segment is not None:
-                board_next, peer_next = segment
+                board_next, peer_next, _flags = segment
         if board_next is None:
             return {"ok": False, "error": "no segment of the board's seen on the tap"}
         return {"ok": True, "sport": sport, "peer_next": peer_next, "board_next": board_next}
@@ -128,16 +133,51 @@ class Hands:
         return frames
 
     def close(self) -> dict:
-        if self.conn is not None:
-            # a reset frees the board's PCB at once: no FIN exchange the fuzz may have upset
-            self.conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.conn.close()
-            self.conn = None
-        return {"ok": True}
+        if self.conn is None:
+            return {"ok": True}
+        sport = self.conn.getsockname()[1]
+        # The fuzz may have moved the board's expected sequence number past the kernel's, and lwIP takes a reset
+        # only at exactly that number. So a segment far outside its window asks the board for it (lwIP answers
+        # with an ACK carrying it, or with a reset when the connection is already gone), and the reset is
+        # written at that number, until the board says the connection is gone.
+        gone, resets = False, 0
+        for _ in range(_CLOSE_TRIES):
+            self._drain()
+            self.packet.send(self._segment(sport, 0x80000000, _ACK, b"?"))
+            answer = self._answer_from_board(sport)
+            if answer is None or answer[2] & _RST:
+                gone = answer is not None
+                break
+            self.packet.send(self._segment(sport, answer[1], _RST))
+            resets += 1
+        self.conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.conn.close()
+        self.conn = None
+        return {"ok": gone, "resets": resets}
 
+    def _answer_from_board(self, sport: int) -> tuple[int, int, int] | None:
+        deadline = time.monotonic() + _ANSWER_S
+        while (left := deadline - time.monotonic()) > 0:
+            if select.select([self.packet], [], [], left)[0]:
+                segment = _tcp_from(self.packet.recv(65536), self.board_ip, self.port, sport)
+                if segment is not None:
+                    return segment
+        return None
 
-def _tcp_from(frame: bytes, source_ip: str, sport: int, dport: int) -> tuple[int, int] | None:
-    """(the sender's next sequence number, its ACK) of a TCP segment source_ip:sport -> :dport, else None."""
+    def _segment(self, sport: int, seq: int, flags: int, data: bytes = b"") -> bytes:
+        """An Ethernet frame with a TCP segment from the peer's end of the connection (ACK field 0)."""
+        assert self.opened is not None
+        peer_ip, board_ip = socket.inet_aton(self.opened[0]), socket.inet_aton(self.board_ip)
+        tcp = struct.pack("!HHIIBBHHH", sport, self.port, seq & 0xFFFFFFFF, 0, 5 << 4, flags, 8192, 0, 0) + data
+        pseudo = peer_ip + board_ip + struct.pack("!BBH", 0, socket.IPPROTO_TCP, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0, 64, socket.IPPROTO_TCP, 0, peer_ip, board_ip)
+        ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
+        board_mac = bytes.fromhex(self._board_mac().replace(":", ""))
+        return board_mac + self.packet.getsockname()[4][:6] + struct.pack("!H", _ETH_P_IP) + ip + tcp
+
+def _tcp_from(frame: bytes, source_ip: str, sport: int, dport: int) -> tuple[int, int, int] | None:
+    """(the sender's next sequence number, its ACK, the flags) of a TCP segment source_ip:sport -> :dport."""
     if len(frame) < 34 or struct.unpack("!H", frame[12:14])[0] != _ETH_P_IP or frame[23] != socket.IPPROTO_TCP:
         return None
     ihl = (frame[14] & 0x0F) * 4
@@ -150,7 +190,7 @@ def _tcp_from(frame: bytes, source_ip: str, sport: int, dport: int) -> tuple[int
         return None
     flags = tcp[13]
     length = len(tcp) - (tcp[12] >> 4) * 4 + (flags & 0x02 and 1) + (flags & 0x01)
-    return (seq + length) & 0xFFFFFFFF, ack
+    return (seq + length) & 0xFFFFFFFF, ack, flags
 
 
 def _checksum(data: bytes) -> int:

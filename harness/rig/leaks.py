@@ -165,12 +165,13 @@ class LeakCheck:
         before = Usage.parse(console.stats("used"))
         return cls(console, wall_s, before, time.monotonic() - began)
 
-    def finish(self) -> LeakReport:
+    def finish(self, settle_board_s: float = SETTLE_BOARD_S) -> LeakReport:
+        """Account; `settle_board_s`: the longest to wait for what the board frees by itself (board time)."""
         began = time.monotonic()
         if not self.before.counts_memory:
             return LeakReport(False, reason="the firmware keeps no heap or pool counters (its options set "
                                             "LWIP_STATS, MEM_STATS or MEMP_STATS to 0; --set LWIP_STATS=1 etc.)")
-        after, reaped, reads = settle(self.console, self.before, SETTLE_BOARD_S, self.wall_s)
+        after, reaped, reads = settle(self.console, self.before, settle_board_s, self.wall_s)
         leaks, held = account(self.before, after, reaped)
         seconds = round(self.spent_s + time.monotonic() - began, 2)
         return LeakReport(True, leaks, held, after.open_connections, reads=reads, seconds=seconds,

@@ -49,6 +49,10 @@ from harness.studies.minimise import ddmin
 
 ECHO_PORT = 7        # the board's echo service (firmware/apps/echo.c): listening from boot
 PROBE_TRIES = 3      # a probe that fails this many times in a row is a hang
+# lwIP frees an incomplete IP datagram's fragments IP_REASS_MAXAGE ticks of its 1 s reassembly timer after the
+# first came (2.1.3's default 15); the leak check waits that long (board time) before it calls them a leak.
+_REASS_MAXAGE = 15
+_REASS_TICK_S = 1.0
 _INJECT_START_S = 10.0
 
 
@@ -88,11 +92,13 @@ class FuzzResult:
     batches: int = 0
     probes: int = 0
     probes_answered: int = 0
-    seconds: float = 0.0
-    frames_per_s: float = 0.0
+    seconds: float = 0.0         # the whole run: boot, fuzzing, leak check, minimising
+    fuzz_seconds: float = 0.0    # sending frames and probing only
+    frames_per_s: float = 0.0    # frames sent per second of fuzz_seconds
     families: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     leaks: str = ""
+    options: dict[str, int] = field(default_factory=dict)  # the board's effective lwIP options
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -213,16 +219,20 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
     began = time.monotonic()
     families: Counter[str] = Counter()
     kept: tuple[list[Frame], Connection | None] | None = None
+    fuzzed_s = 0.0  # the fuzzing itself, without the boot, the leak check and the minimising
+    fuzz_began = began
     try:
         with plan.session(run_dir, progress) as rig:
             injector = Injector(rig)
             try:
                 target = injector.target(rig, plan.probe_timeout)
                 assert rig.console is not None
+                result.options = rig.console.opts()
                 leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
                 source = FrameSource(plan.seed)
                 progress.step(f"fuzzing with seed {plan.seed}: {_budget(plan)}, a probe every {plan.batch} frames")
-                while not _spent(plan, result.frames_sent, began):
+                fuzz_began = time.monotonic()
+                while not _spent(plan, result.frames_sent, fuzz_began):
                     connection = injector.open(plan.probe_timeout)
                     aim = Target(**{**target.__dict__, "connection": connection})
                     batch = [source.next(aim) for _ in range(_batch_size(plan, result.frames_sent))]
@@ -235,12 +245,16 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
                     if not outcome.alive:
                         result.findings.append(Finding(outcome.kind, outcome.detail, len(batch)))
                         kept = (batch, connection)
+                        fuzzed_s = time.monotonic() - fuzz_began
                         progress.step(f"{outcome.kind} after {result.frames_sent} frames: {outcome.detail}")
                         break
                     result.probes_answered += 1
                 if kept is None:
                     injector.ask("close", plan.probe_timeout)
-                    report = leak_check.finish()
+                    fuzzed_s = time.monotonic() - fuzz_began
+                    progress.step(f"leak check: waiting up to {_reassembly_s(result.options):g} s of the board's "
+                                  "time for what it frees by itself (IP reassembly's timeout)")
+                    report = leak_check.finish(settle_board_s=_reassembly_s(result.options))
                     result.leaks = report.summary()
                     if report.leaks:
                         result.findings.append(Finding("leak", report.short(), result.frames_sent,
@@ -249,7 +263,8 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
                 injector.close()
     finally:
         result.seconds = round(time.monotonic() - began, 2)
-        result.frames_per_s = round(result.frames_sent / result.seconds, 1) if result.seconds else 0.0
+        result.fuzz_seconds = round(fuzzed_s or time.monotonic() - fuzz_began, 2)
+        result.frames_per_s = round(result.frames_sent / result.fuzz_seconds, 1) if result.fuzz_seconds else 0.0
         result.families = dict(sorted(families.items()))
         result.save()
     if kept is not None:
@@ -355,6 +370,11 @@ def _checksum_update(checksum: int, old: bytes, new: bytes) -> int:
     return ~total & 0xFFFF
 
 
+def _reassembly_s(options: dict[str, int]) -> float:
+    """How long the board may keep a fragment it cannot reassemble (board seconds), plus a tick."""
+    return (options.get("IP_REASS_MAXAGE", _REASS_MAXAGE) + 1) * _REASS_TICK_S
+
+
 def _spent(plan: FuzzPlan, sent: int, began: float) -> bool:
     if plan.frames is not None and sent >= plan.frames:
         return True
@@ -378,8 +398,8 @@ def _python() -> str:
 def format_fuzz(result: FuzzResult) -> str:
     """A short human summary."""
     lines = [f"{result.platform} / {result.profile} / seed {result.seed}: {result.frames_sent} frames in "
-             f"{result.seconds:g} s ({result.frames_per_s:g}/s), {result.probes_answered} of {result.probes} "
-             f"probes answered",
+             f"{result.fuzz_seconds:g} s ({result.frames_per_s:g}/s; {result.seconds:g} s in all), "
+             f"{result.probes_answered} of {result.probes} probes answered",
              "  frames   " + ", ".join(f"{k} {v}" for k, v in result.families.items())]
     if result.leaks:
         lines.append(f"  leaks    {result.leaks}")

@@ -3,7 +3,8 @@
 Each frame is a well-formed stack of layers with one part made wrong, so it gets past the checks in front of
 the code it aims at (a TCP option with a bad length still has a right checksum and reaches the PCB):
 
-ether        runts (cut inside the IP header), unknown and VLAN ethertypes, odd destination MACs, frames padded past their IP length
+ether        runts (cut inside the IP header), unknown and VLAN ethertypes, odd destination MACs,
+             frames padded past their IP length
 arp          bad hardware/protocol lengths, unknown operations, requests and replies from other hosts
 ipv4         header lengths below 5 or past the packet, total lengths that lie, options of bad lengths,
              fragments (first, middle, overlapping, tiny, past 64 KiB), TTL 0, bad checksums, other protocols
