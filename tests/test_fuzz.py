@@ -1,0 +1,214 @@
+"""netrepro fuzz and replay (issue 15 item 3).
+
+Unit tests: the frame source is seeded and its frames are what they say (right checksums where only one
+part is meant to be wrong), delta debugging finds the fewest items within its trial budget, a reproducer's
+frames move onto a new connection with their checksums as right or wrong as they were, bad input is one line.
+The real chain: a firmware built with the test-only planted bug (NR_TEST_FUZZ_BUG: a crash on a TCP
+window-scale option with length byte 4) is found within a bounded number of frames and minimised to at most
+3 frames, `replay` reproduces it, and the same seed against the firmware without it finds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.core.errors import NetreproError
+from harness.link import read_pcap
+from harness.link.capture import write_pcap
+from harness.rig.profile import resolve_profile
+from harness.studies.fuzz import load_reproducer, retarget
+from harness.studies.fuzz_frames import FAMILIES, Connection, FrameSource, Target, scapy
+from harness.studies.minimise import ddmin
+
+CONN = Connection(sport=40000, peer_next=1_000_000, board_next=6519)
+TARGET = Target("02:00:00:00:00:01", "52:54:00:12:34:56", "10.77.0.1", "10.77.0.2", 7, CONN)
+BUG_SEED = 1          # found with this seed at frame 75 (the third batch of 25)
+BUG_FRAMES = 300      # the bound the test allows
+
+
+def _checksum(data: bytes) -> int:
+    return scapy().checksum(data)
+
+
+def _frames(seed: int, n: int = 400) -> list:
+    source = FrameSource(seed)
+    return [source.next(TARGET) for _ in range(n)]
+
+
+def test_the_same_seed_sends_the_same_frames_and_another_seed_others():
+    first, again, other = _frames(7), _frames(7), _frames(8)
+    assert [f.data for f in first] == [f.data for f in again]
+    assert [f.data for f in first] != [f.data for f in other]
+    assert {f.family for f in first} == set(FAMILIES), "every family is drawn in 400 frames"
+
+
+def test_a_malformed_tcp_option_keeps_a_right_checksum_so_it_reaches_the_pcb():
+    sc = scapy()
+    options = [f for f in _frames(3) if f.family == "tcp-options"]
+    assert len(options) > 40
+    for frame in options:
+        packet = sc.Ether(frame.data)
+        tcp = bytes(packet[sc.IP].payload)
+        pseudo = (bytes(map(int, TARGET.peer_ip.split("."))) + bytes(map(int, TARGET.board_ip.split(".")))
+                  + struct.pack("!BBH", 0, 6, len(tcp)))
+        assert _checksum(pseudo + tcp) == 0, frame.what
+        assert packet[sc.IP].src == TARGET.peer_ip and packet[sc.Ether].src == TARGET.peer_mac
+
+
+def test_frames_on_the_connection_carry_its_numbers():
+    sc = scapy()
+    on = [sc.Ether(f.data) for f in _frames(4) if "on the connection" in f.what and f.family == "tcp-flags"]
+    assert on and all(p[sc.TCP].sport == CONN.sport and p[sc.TCP].seq == CONN.peer_next for p in on)
+
+
+def test_the_planted_bugs_frame_is_among_the_first_frames_of_its_seed():
+    hits = [i for i, f in enumerate(_frames(BUG_SEED, BUG_FRAMES))
+            if f.what.startswith("TCP option 3 with length 4 ") and "closed port" not in f.what]
+    assert hits and hits[0] < BUG_FRAMES
+
+
+def test_ddmin_finds_the_one_item_that_matters_within_its_budget():
+    calls = []
+
+    def crashes(items: list[int]) -> bool:
+        calls.append(items)
+        return 17 in items
+
+    smallest = ddmin(list(range(40)), crashes, max_trials=40)
+    assert smallest.items == [17] and smallest.complete
+    assert smallest.trials == len(calls) <= 40
+
+
+def test_ddmin_keeps_a_pair_that_must_go_together_and_stops_at_its_budget():
+    smallest = ddmin(list(range(30)), lambda items: 3 in items and 20 in items, max_trials=60)
+    assert smallest.items == [3, 20] and smallest.complete
+    cut = ddmin(list(range(30)), lambda items: 3 in items and 20 in items, max_trials=3)
+    assert not cut.complete and cut.trials == 3 and {3, 20} <= set(cut.items)
+
+
+def _tcp(frame: bytes) -> tuple[int, int, int, int]:
+    return struct.unpack("!HHII", frame[34:46])
+
+
+def _tcp_checksum_ok(frame: bytes) -> bool:
+    tcp = frame[34:]
+    return _checksum(frame[26:34] + struct.pack("!BBH", 0, 6, len(tcp)) + tcp) == 0
+
+
+def test_replay_moves_a_frame_onto_the_new_connection_and_keeps_its_checksum_as_right_or_wrong():
+    frames = [f.data for f in _frames(5) if "on the connection" in f.what]
+    now = Connection(sport=51000, peer_next=0xFFFFFF00, board_next=99)
+    moved = [retarget(f, CONN, now, TARGET.board_ip) for f in frames]
+    checked = 0
+    for old, new in zip(frames, moved, strict=True):
+        if len(old) < 54 or (old[14] & 0x0F) != 5:
+            continue
+        sport, _, seq, ack = _tcp(new)
+        assert sport == now.sport
+        assert seq == (_tcp(old)[2] + now.peer_next - CONN.peer_next) & 0xFFFFFFFF
+        assert ack == (_tcp(old)[3] + now.board_next - CONN.board_next) & 0xFFFFFFFF
+        assert _tcp_checksum_ok(new) == _tcp_checksum_ok(old)
+        checked += 1
+    assert checked > 20
+    listening = [f.data for f in _frames(5) if "to the listening port" in f.what]
+    assert [retarget(f, CONN, now, TARGET.board_ip) for f in listening] == listening
+
+
+def test_a_reproducer_round_trips_through_its_pcap(tmp_path):
+    frames = [f.data for f in _frames(6, 10)]
+    path = write_pcap(tmp_path / "crash.pcap", frames)
+    assert [data for _, data in read_pcap(path)] == frames
+    (tmp_path / "crash.json").write_text(json.dumps({"connection": CONN.as_dict()}))
+    loaded, connection, _meta = load_reproducer(path)
+    assert loaded == frames and connection == CONN
+    with pytest.raises(NetreproError, match="no reproducer at"):
+        load_reproducer(tmp_path / "missing.pcap")
+
+
+def test_the_planted_bug_is_a_test_only_option_set_like_an_lwip_one(n6, tree):
+    profile = resolve_profile(n6, "mp-n6-after", overrides=["NR_TEST_FUZZ_BUG=1"], lwip_tree=tree)
+    assert "#define NR_TEST_FUZZ_BUG (1)" in profile.overlay()
+
+
+def test_the_command_line_does_not_import_scapy():
+    code = "import sys, harness.cli.main; print('scapy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["fuzz", "openmv-n6", "--frames", "0"], "argument --frames: '0' is not a whole number of at least 1"),
+    (["fuzz", "openmv-n6", "--frames", "5", "--minutes", "1"], "not allowed with argument"),
+    (["fuzz", "nosuchboard"], "nosuchboard"),
+    (["replay", "openmv-n6", "/nonexistent/crash.pcap"], "no reproducer at /nonexistent/crash.pcap"),
+])
+def test_bad_input_is_one_line(args, message):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert message in proc.stderr.strip().splitlines()[-1]  # one line (argparse puts its usage above)
+
+
+def _netrepro(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _injectors() -> set[int]:
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"harness.rig.inject" in (entry / "cmdline").read_bytes():
+                    pids.add(int(entry.name))
+            except OSError:
+                pass
+    return pids - {os.getpid()}
+
+
+@pytest.mark.real
+def test_fuzz_finds_the_planted_bug_minimises_it_and_replay_reproduces_it(tmp_path, no_leftovers):
+    before = _injectors()
+    bug = ["--lwip", "mp-n6-after", "--set", "NR_TEST_FUZZ_BUG=1", "--time", "host"]
+    proc = _netrepro("fuzz", "openmv-n6", *bug, "--seed", str(BUG_SEED), "--frames", str(BUG_FRAMES),
+                     "--out", str(tmp_path / "bug"), "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    [finding] = summary["findings"]
+    assert finding["kind"] == "fault" and "FAULT" in finding["detail"]
+    assert summary["frames_sent"] <= BUG_FRAMES and summary["probes_answered"] == summary["probes"] - 1
+    assert finding["reproduced"] is True and finding["frames"] == summary["frames_sent"] - 25 * summary[
+        "probes_answered"]
+    assert 1 <= finding["minimised_frames"] <= 3 and finding["trials"] <= 41
+    assert any("TCP option 3 with length 4" in what for what in finding["frames_what"])
+    minimal = Path(finding["minimised"])
+    assert len(read_pcap(minimal)) == finding["minimised_frames"]
+
+    replayed = _netrepro("replay", "openmv-n6", *bug, str(minimal), "--out", str(tmp_path / "replay"), "--json")
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert json.loads(replayed.stdout)["kind"] == "fault"
+
+    clean = _netrepro("replay", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", str(minimal),
+                      "--out", str(tmp_path / "clean-replay"), "--json")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert json.loads(clean.stdout)["reproduced"] is False
+    assert _injectors() <= before, "the injector in the namespace was left running"
+
+
+@pytest.mark.real
+def test_without_the_planted_bug_the_same_seed_finds_nothing(tmp_path, no_leftovers):
+    proc = _netrepro("fuzz", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", "--seed", str(BUG_SEED),
+                     "--frames", str(BUG_FRAMES), "--out", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["findings"] == []
+    assert summary["frames_sent"] == BUG_FRAMES and summary["probes_answered"] == summary["probes"] == 12
+    assert summary["leaks"].startswith("none:"), summary["leaks"]
+    assert sum(summary["families"].values()) == BUG_FRAMES
