@@ -67,7 +67,7 @@ MEDIUM_KEYS = [
 CLI_OPTIONS = {
     "rtt", "rate", "loss", "jitter", "limit", "limit_bytes", "burst", "delay_to_device", "delay_to_peer",
     "rate_to_device", "rate_to_peer", "loss_to_device", "loss_to_peer", "drop_to_device", "drop_to_peer",
-    "gemodel", "seed", "snaplen",
+    "gemodel", "seed", "snaplen", "reorder",
 }  # fmt: skip
 JSON_LINK_KEYS = ["rtt_s", "seed", "snaplen", *MEDIUM_KEYS, "to_device", "to_peer"]
 JSON_DIRECTION_KEYS = [

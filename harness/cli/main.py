@@ -42,8 +42,10 @@ from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
 from harness.studies.run import Configuration, RunPlan, RunResult
 from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
+from harness.studies.soak import judge_soak
 
 LEAK_EXIT = 4  # run --check-leaks: the board did not get back what the run took
+SOAK_EXIT = 5  # run --minutes: the board died, a byte went missing or something leaked
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: the platform's [nic] rx_overflow)")
     run.add_argument("--workload", default="rx", choices=WORKLOADS)
     run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
+    run.add_argument("--minutes", type=float, default=None, metavar="M",
+                     help=f"a soak: M minutes of the board's time instead of --seconds, then check the board still "
+                          f"answers, every byte is accounted for and nothing leaked (exit {SOAK_EXIT} if not)")
     run.add_argument("--bytes", type=size_arg, default=None, help="byte-count variant (discard: default 8 MiB)")
     run.add_argument("--chunk", type=size_arg, default=1460, help="discard: bytes per write")
     run.add_argument("--udp-rate", type=rate_arg, default=None, help="udp-*: offered rate (default 100mbit)")
@@ -327,7 +332,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   tuple(args.stub_header))
     profile = configuration.profile(platform, tree)
     link = link_spec(args, platform)
-    workload = Workload(args.workload, seconds=args.seconds, bytes=args.bytes, chunk=args.chunk,
+    seconds = args.seconds if args.minutes is None else args.minutes * 60
+    workload = Workload(args.workload, seconds=seconds, bytes=args.bytes, chunk=args.chunk,
                         warmup_s=args.warmup, rate_bps=args.udp_rate)
     if args.max_drop is not None and not args.against:
         raise NetreproError("--max-drop applies to --against", "give --against NAME too, or leave --max-drop out")
@@ -341,7 +347,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 f"run it as the baseline was: platform {baseline.get('platform')}, link "
                                 f"{baseline.get('link_name') or 'direct'}, workload {baseline['workload']['name']}")
     plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), link, workload,
-                   boot_timeout=args.timeout, time=platform.time(time_choice(args)))
+                   boot_timeout=args.timeout, time=platform.time(time_choice(args)),
+                   check_alive=args.minutes is not None)
     run_dir = make_run_dir(args.out, platform.name, profile.name)
     try:
         result = plan.execute(run_dir, progress)
@@ -370,6 +377,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.check_leaks and not (result.leaks and result.leaks.ok):
         code = code or LEAK_EXIT
         lines.append(f"leak check FAILED: {result.leaks.short() if result.leaks else 'not run'}; run folder {run_dir}")
+    if args.minutes is not None:
+        soak = judge_soak(result)
+        document["soak"] = soak.as_dict()
+        (run_dir / "soak.json").write_text(json.dumps(document["soak"], indent=2) + "\n")
+        lines += soak.lines()
+        code = code or (0 if soak.ok else SOAK_EXIT)
     if args.json:
         print(json.dumps(document, indent=2))
     else:

@@ -250,7 +250,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("gemodel", "gemodel", None, parse_gemodel, GeModel(),
             cli="Gilbert-Elliott loss: p,r[,1-h[,1-k]] (netem's gemodel)"),
     Setting("drop", "drop", (), parse_drop_list, DropList(), cli_each="drop list {way} (e.g. data:3,syn:1)"),
-    Setting("reorder", "reorder", False, parse_flag, Flag()),
+    Setting("reorder", "reorder", False, parse_flag, Flag(),
+            cli="1: jitter may reorder frames (default 0: order kept)"),
     # the device's NIC, from the platform's [nic]: its wire (frames handed over no faster) ...
     Setting("pace", "pace_bps", 0, parse_rate, Whole(), user=False),
     Setting("pace_burst", "pace_burst_frames", 0, parse_count, Whole(), user=False),

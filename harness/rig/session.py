@@ -16,6 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import BoardClockCounters, Link, LinkCounters, LinkSpec, parse_rate
 from harness.rig.build import Firmware
@@ -135,6 +136,19 @@ class Session:
         if now is None or mark is None or now.board_s - mark.board_s < 0.05:
             return self.time
         return replace(self.time, dilation=(now.wall_s - mark.wall_s) / (now.board_s - mark.board_s))
+
+    def alive(self, timeout: float = 5.0) -> dict[str, bool]:
+        """Whether the board still answers its console and a ping from the peer (a soak's end)."""
+        console = True
+        try:
+            assert self.console is not None
+            self.console.uptime_ms()
+        except (NetreproError, AssertionError):
+            console = False
+        ping = self.namespace is not None and self.namespace.run(
+            ["ping", "-c", "1", "-W", f"{max(1, round(timeout))}", self.addresses.device],
+            timeout=timeout + 5, check=False).returncode == 0
+        return {"console": console, "ping": ping}
 
     def close(self) -> None:
         """Stop the board, then the link (which writes its counters), then the namespace."""

@@ -68,6 +68,7 @@ class RunResult:
     engine_clock: dict[str, float] | None = None  # simavr: how closely simulated time tracked the wall clock
     device_stats: dict[str, int] = field(default_factory=dict)
     leaks: LeakReport | None = None  # what the workload's connections did not give back (harness.rig.leaks)
+    alive: dict[str, bool] | None = None  # a soak's end: the board answered its console, a ping (None: not asked)
     boot_seconds: float | None = None
     analysis: AnalysisSummary | None = None       # the capture's analysis, once the run finished
     plots: list[str] = field(default_factory=list)
@@ -139,6 +140,7 @@ class RunPlan:
     workload: Workload
     boot_timeout: float = 60.0
     time: DeviceTime = field(default_factory=lambda: DeviceTime("host"))
+    check_alive: bool = False  # a soak: at the end, does the board still answer its console and a ping?
 
     def execute(self, run_dir: Path, progress: Progress | None = None) -> RunResult:
         """Run the workload on a freshly booted board; the result is saved even when the run fails."""
@@ -169,6 +171,8 @@ class RunPlan:
                 result.device_stats = rig.console.stats()
                 progress.step("leak check: waiting for the connections to close")
                 result.leaks = leak_check.finish()
+                if self.check_alive:
+                    result.alive = rig.alive()
             result.status = "passed"
         except NetreproError as exc:
             result.status, result.error = "failed", str(exc)
