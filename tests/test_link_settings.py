@@ -33,7 +33,7 @@ SAMPLES = {
     "loss": ("0.5%", 0.005),
     "gemodel": ("1%,30%", (0.01, 0.3, 1.0, 0.0)),
     "drop": ("data:3,syn:1", ("data:3", "syn:1")),
-    "reorder": (True, True),
+    "reorder": ("1", True),
     "pace": ("100mbit", 100_000_000),
     "pace_burst": ("4", 4),
     "overflow": ("drop", "drop"),
