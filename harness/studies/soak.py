@@ -103,11 +103,12 @@ def data_stream(capture: Path, device_ip: str, sender: str) -> Stream | None:
         if (frame[26:30] == device) != (sender == "device"):
             continue
         ihl = (frame[14] & 0x0F) * 4
-        tcp = frame[14 + ihl:14 + struct.unpack("!H", frame[16:18])[0]]
+        tcp = frame[14 + ihl:]
         if len(tcp) < 20:
             continue
         sport, dport, seq = struct.unpack("!HHI", tcp[:8])
-        flags, payload = tcp[13], len(tcp) - (tcp[12] >> 4) * 4
+        # lengths from the IP header, not the frame: a capture with --snaplen keeps only the headers
+        flags, payload = tcp[13], struct.unpack("!H", frame[16:18])[0] - ihl - (tcp[12] >> 4) * 4
         s = streams.setdefault((frame[26:30], sport, dport), {"syn": None, "fin": None, "first": None})
         if flags & _SYN:
             s["syn"] = seq
