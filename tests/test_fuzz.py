@@ -212,3 +212,17 @@ def test_without_the_planted_bug_the_same_seed_finds_nothing(tmp_path, no_leftov
     assert summary["frames_sent"] == BUG_FRAMES and summary["probes_answered"] == summary["probes"] == 12
     assert summary["leaks"].startswith("none:"), summary["leaks"]
     assert sum(summary["families"].values()) == BUG_FRAMES
+
+
+def test_a_fault_line_a_slow_board_prints_in_pieces_is_read_whole(tmp_path):
+    import pexpect
+
+    from harness.rig.console import Console
+
+    script = "printf 'FAULT lw'; sleep 0.3; printf 'ip-assert \"x\" at tcp_in.c:1\\r\\n'; sleep 5"
+    child = pexpect.spawn("sh", ["-c", script], encoding="utf-8")
+    try:
+        with pytest.raises(NetreproError, match=r'^firmware fault: FAULT lwip-assert "x" at tcp_in.c:1; see'):
+            Console(child, tmp_path / "console.log").expect("never printed", timeout=3)
+    finally:
+        child.close(force=True)

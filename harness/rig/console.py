@@ -62,8 +62,19 @@ class Console:
         if match is pexpect.EOF:
             raise NetreproError("the emulator exited unexpectedly", f"see the console log {self.log_path}")
         if match.re is _FAULT:
-            raise NetreproError(f"firmware fault: {match.group(0).strip()}", f"see the console log {self.log_path}")
+            raise NetreproError(f"firmware fault: {self._rest_of_line(match.group(0)).strip()}",
+                                f"see the console log {self.log_path}")
         return match
+
+    def _rest_of_line(self, start: str) -> str:
+        """The whole FAULT line: the match may come before a slow board (simavr) has printed all of it."""
+        if self.child.after is pexpect.EOF or not isinstance(self.child.after, str):
+            return start
+        try:
+            self.child.expect([r"\r?\n", pexpect.EOF], timeout=1.0)
+        except pexpect.TIMEOUT:
+            return start + str(self.child.buffer or "")
+        return start + (self.child.before if isinstance(self.child.before, str) else "")
 
     def wait_boot(self, timeout: float) -> Banner:
         start = time.monotonic()

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +234,7 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
                 fuzz_began = time.monotonic()
                 while not _spent(plan, result.frames_sent, fuzz_began):
                     connection = injector.open(plan.probe_timeout)
-                    aim = Target(**{**target.__dict__, "connection": connection})
+                    aim = replace(target, connection=connection)
                     batch = [source.next(aim) for _ in range(_batch_size(plan, result.frames_sent))]
                     injector.send([f.data for f in batch])
                     result.frames_sent += len(batch)
