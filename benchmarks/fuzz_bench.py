@@ -78,6 +78,8 @@ def write(document: dict[str, Any]) -> None:
     lines += ["", f"Frames fuzzed across the report profiles: {total}. Findings: {len(found)}."]
     for f in found:
         lines.append(f"- {f['kind']}: {f['detail']} (reproducer {f['minimised'] or f['reproducer']})")
+    lines += ["", "Run folders (and the reproducers in them) are under --out, a temporary folder, and are not kept; "
+                  "a reproducer worth keeping is copied to captures/fuzz/."]
     (RESULTS / "fuzz.md").write_text("\n".join(lines) + "\n")
 
 

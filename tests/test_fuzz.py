@@ -226,3 +226,26 @@ def test_a_fault_line_a_slow_board_prints_in_pieces_is_read_whole(tmp_path):
             Console(child, tmp_path / "console.log").expect("never printed", timeout=3)
     finally:
         child.close(force=True)
+
+
+INSANE_OFFSET = Path(__file__).resolve().parent.parent / "captures" / "fuzz" / "lwip-2.1.3-insane-offset.pcap"
+
+
+def test_the_stored_lwip_reproducer_is_one_byte_2_to_the_31_before_the_next_on_its_connection():
+    frames, connection, meta = load_reproducer(INSANE_OFFSET)
+    sc = scapy()
+    [frame] = [sc.Ether(f) for f in frames]
+    assert connection is not None and frame[sc.TCP].sport == connection.sport
+    assert (frame[sc.TCP].seq - connection.peer_next) % 2**32 == 2**31
+    assert len(frame[sc.TCP].payload) == 1 and str(frame[sc.TCP].flags) == "A"
+    assert "insane offset!" in meta["finding"]["detail"]
+
+
+@pytest.mark.real
+def test_replay_reproduces_the_lwip_2_1_3_assertion_the_fuzzer_found(tmp_path, no_leftovers):
+    proc = _netrepro("replay", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", str(INSANE_OFFSET),
+                     "--out", str(tmp_path), "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    replayed = json.loads(proc.stdout)
+    assert replayed["kind"] == "fault" and 'lwip-assert "insane offset!"' in replayed["detail"]
+    assert replayed["detail"].endswith("tcp_in.c:1430")
