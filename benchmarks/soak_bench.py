@@ -84,10 +84,17 @@ def main() -> int:
     parser.add_argument("--time", choices=("device", "host"), default="host")
     parser.add_argument("--platforms", nargs="*", default=QEMU_PLATFORMS)
     parser.add_argument("--out", type=Path, default=Path("/tmp/netrepro-soak-bench"))
+    parser.add_argument("--append", action="store_true",
+                        help="keep the stored runs of other platforms (one platform at a time on a shared machine)")
     args = parser.parse_args()
     document: dict[str, Any] = {"host": f"{host.node()} ({host.machine()}, {host.python_version()})",
                                 "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                 "command": "python benchmarks/soak_bench.py " + " ".join(sys.argv[1:]), "runs": []}
+    stored = RESULTS / "soak.json"
+    if args.append and stored.is_file():
+        earlier = json.loads(stored.read_text())
+        document["runs"] = [r for r in earlier["runs"] if r["platform"] not in args.platforms]
+        document["command"] = f"{earlier['command']}; then {document['command']}"
     for name in args.platforms:
         document["runs"].append(soak(name, args.minutes, args.rate, args.time, args.out))
         write(document)
