@@ -218,9 +218,7 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
     result = FuzzResult(plan.platform.name, plan.firmware.profile.name, plan.seed, str(run_dir))
     began = time.monotonic()
     families: Counter[str] = Counter()
-    kept: tuple[list[Frame], Connection | None] | None = None
-    fuzzed_s = 0.0  # the fuzzing itself, without the boot, the leak check and the minimising
-    fuzz_began = began
+    kept: Kept | None = None
     try:
         with plan.session(run_dir, progress) as rig:
             injector = Injector(rig)
@@ -229,29 +227,10 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
                 assert rig.console is not None
                 result.options = rig.console.opts()
                 leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
-                source = FrameSource(plan.seed)
                 progress.step(f"fuzzing with seed {plan.seed}: {_budget(plan)}, a probe every {plan.batch} frames")
-                fuzz_began = time.monotonic()
-                while not _spent(plan, result.frames_sent, fuzz_began):
-                    connection = injector.open(plan.probe_timeout)
-                    aim = replace(target, connection=connection)
-                    batch = [source.next(aim) for _ in range(_batch_size(plan, result.frames_sent))]
-                    injector.send([f.data for f in batch])
-                    result.frames_sent += len(batch)
-                    result.batches += 1
-                    families.update(f.family for f in batch)
-                    outcome = probe(rig, injector, plan.probe_timeout)
-                    result.probes += 1
-                    if not outcome.alive:
-                        result.findings.append(Finding(outcome.kind, outcome.detail, len(batch)))
-                        kept = (batch, connection)
-                        fuzzed_s = time.monotonic() - fuzz_began
-                        progress.step(f"{outcome.kind} after {result.frames_sent} frames: {outcome.detail}")
-                        break
-                    result.probes_answered += 1
+                kept = fuzz_batches(plan, rig, injector, target, result, families, progress)
                 if kept is None:
                     injector.ask("close", plan.probe_timeout)
-                    fuzzed_s = time.monotonic() - fuzz_began
                     progress.step(f"leak check: waiting up to {_reassembly_s(result.options):g} s of the board's "
                                   "time for what it frees by itself (IP reassembly's timeout)")
                     report = leak_check.finish(settle_board_s=_reassembly_s(result.options))
@@ -263,14 +242,48 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
                 injector.close()
     finally:
         result.seconds = round(time.monotonic() - began, 2)
-        result.fuzz_seconds = round(fuzzed_s or time.monotonic() - fuzz_began, 2)
-        result.frames_per_s = round(result.frames_sent / result.fuzz_seconds, 1) if result.fuzz_seconds else 0.0
         result.families = dict(sorted(families.items()))
         result.save()
     if kept is not None:
-        keep_and_minimise(plan, result.findings[-1], kept[0], kept[1], run_dir, progress)
+        keep_and_minimise(plan, result.findings[-1], kept.frames, kept.connection, run_dir, progress)
         result.save()
     return result
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The frames since the last good probe and the connection they aimed at."""
+
+    frames: list[Frame]
+    connection: Connection | None
+
+
+def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Target, result: FuzzResult,
+                 families: Counter[str], progress: Progress) -> Kept | None:
+    """Batches of frames, each on a freshly opened connection and followed by a probe, until the budget is
+    spent (None) or a probe finds something (the batch, kept); the counts go into result as they happen."""
+    source = FrameSource(plan.seed)
+    began = time.monotonic()
+    try:
+        while not _spent(plan, result.frames_sent, began):
+            connection = injector.open(plan.probe_timeout)
+            aim = replace(target, connection=connection)
+            batch = [source.next(aim) for _ in range(_batch_size(plan, result.frames_sent))]
+            injector.send([f.data for f in batch])
+            result.frames_sent += len(batch)
+            result.batches += 1
+            families.update(f.family for f in batch)
+            outcome = probe(rig, injector, plan.probe_timeout)
+            result.probes += 1
+            if not outcome.alive:
+                result.findings.append(Finding(outcome.kind, outcome.detail, len(batch)))
+                progress.step(f"{outcome.kind} after {result.frames_sent} frames: {outcome.detail}")
+                return Kept(batch, connection)
+            result.probes_answered += 1
+        return None
+    finally:
+        result.fuzz_seconds = round(time.monotonic() - began, 2)
+        result.frames_per_s = round(result.frames_sent / result.fuzz_seconds, 1) if result.fuzz_seconds else 0.0
 
 
 def keep_and_minimise(plan: FuzzPlan, finding: Finding, frames: list[Frame], connection: Connection | None,
