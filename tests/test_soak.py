@@ -73,3 +73,11 @@ def test_a_short_soak_with_loss_jitter_and_reordering_ends_alive_accounted_and_l
     assert document["link"]["to_device"]["reorder"] is True
     [soak_json] = tmp_path.glob("*/soak.json")
     assert json.loads(soak_json.read_text())["ok"]
+
+
+def test_a_soak_of_no_minutes_is_one_line():
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--minutes", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == ("netrepro: error: --minutes 0 is not a duration; give the board minutes, "
+                                   "e.g. --minutes 10")

@@ -323,6 +323,9 @@ def cmd_platforms(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.minutes is not None and not args.minutes > 0:
+        raise NetreproError(f"--minutes {args.minutes:g} is not a duration",
+                            "give the board minutes, e.g. --minutes 10")
     progress = Progress(quiet=args.quiet or args.json)
     platform = load_platform(args.platform)
     if args.rx_overflow:
