@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli.firmware_args import add_firmware_args, firmware_configuration
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
+from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.platform import load_platform
 from harness.rig.session import make_run_dir
 from harness.studies.fuzz import FuzzPlan, format_fuzz, fuzz, load_reproducer, replay_frames
-from harness.studies.run import Configuration
 
 FOUND_EXIT = 1  # fuzz: something was found; replay: the reproducer did it again
 
@@ -30,7 +30,7 @@ def add_fuzz_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "frames since the last good probe as crash.pcap and minimises them to crash-min.pcap. "
                     f"Exit {FOUND_EXIT} when something was found, 0 when not.")
     parser.add_argument("platform")
-    _firmware_args(parser)
+    _board_args(parser)
     parser.add_argument("--seed", type=int, default=0, help="the same seed sends the same frames (default 0)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--frames", type=_positive_int, default=None, metavar="N",
@@ -54,7 +54,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "at one (crash.json beside the pcap), send the frames moved onto it, then probe. "
                     f"Exit {FOUND_EXIT} when the board faulted or hung, 0 when it stayed alive.")
     parser.add_argument("platform")
-    _firmware_args(parser)
+    _board_args(parser)
     parser.add_argument("pcap", type=Path, help="the reproducer: crash.pcap or crash-min.pcap of a fuzz run")
     parser.add_argument("--probe-timeout", type=_positive_float, default=2.0, metavar="SECONDS",
                         help="wall seconds the probe waits for its answer (default 2)")
@@ -62,14 +62,8 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _firmware_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lwip", metavar="PROFILE_OR_PATH", help="lwIP options: a profile name or your lwipopts.h")
-    parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
-                        help="include directory your lwipopts.h needs (repeatable)")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one lwIP option after the profile (repeatable)")
-    parser.add_argument("--lwip-tree", metavar="DIR",
-                        help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
+def _board_args(parser: argparse.ArgumentParser) -> None:
+    add_firmware_args(parser)
     add_time_args(parser)
     parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON document")
@@ -80,7 +74,7 @@ def _firmware_args(parser: argparse.ArgumentParser) -> None:
 def _plan(args: argparse.Namespace, progress: Progress, **budget: Any) -> FuzzPlan:
     platform = load_platform(args.platform)
     tree = lwip_tree(args.lwip_tree)
-    profile = Configuration(args.lwip, tuple(args.include), tuple(args.set)).profile(platform, tree)
+    profile = firmware_configuration(args).profile(platform, tree)
     return FuzzPlan(platform, build_firmware(platform, profile, tree, progress.step), boot_timeout=args.timeout,
                     time=platform.time(time_choice(args)), probe_timeout=args.probe_timeout, **budget)
 

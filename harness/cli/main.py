@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.analysis import format_table, load_capture
 from harness.analysis.plots import plot_capture
 from harness.cli.bisect import add_bisect_parser
+from harness.cli.firmware_args import add_firmware_args, firmware_configuration
 from harness.cli.fuzz import add_fuzz_parser, add_replay_parser
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, rate_arg, size_arg
 from harness.cli.medium import add_medium_parser
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     boot = sub.add_parser("boot", help="build, boot, print the banner and the effective lwIP options")
     boot.add_argument("platform")
-    _firmware_args(boot)
+    add_firmware_args(boot)
     boot.add_argument("--json", action="store_true", help="print one JSON object")
     boot.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
     boot.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a workload over an emulated link and keep everything in a run folder")
     run.add_argument("platform")
-    _firmware_args(run)
+    add_firmware_args(run)
     run.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(run)
     add_time_args(run)
@@ -289,23 +290,6 @@ def _link_name(args: argparse.Namespace) -> str:
     return ", ".join([args.link or "direct", *given])
 
 
-def _firmware_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lwip", metavar="PROFILE_OR_PATH",
-                        help="lwIP options: a profile name or the path of your lwipopts.h")
-    parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
-                        help="include directory your lwipopts.h needs (repeatable)")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override one lwIP option after the profile (repeatable)")
-    parser.add_argument("--lwip-tree", metavar="DIR",
-                        help=f"lwIP source tree to build (default: ${LWIP_TREE_ENV}, else Debian's 2.1.3)")
-    parser.add_argument("--source", action="append", default=[], metavar="FILE.c",
-                        help="a C file of your port to build into the firmware, e.g. the function your "
-                             "LWIP_RAND() calls (repeatable)")
-    parser.add_argument("--stub-header", action="append", default=[], metavar="NAME",
-                        help="stand an empty header in for one your lwipopts.h includes but the build "
-                             "cannot find, named as the #include writes it, e.g. py/mpconfig.h (repeatable)")
-
-
 def cmd_platforms(args: argparse.Namespace) -> int:
     platforms = [load_platform(name) for name in platform_names()]
     if args.json:
@@ -331,8 +315,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.rx_overflow:
         platform = platform.with_nic(rx_overflow=args.rx_overflow)
     tree = lwip_tree(args.lwip_tree)
-    configuration = Configuration(args.lwip, tuple(args.include), tuple(args.set), tuple(args.source),
-                                  tuple(args.stub_header))
+    configuration = firmware_configuration(args)
     profile = configuration.profile(platform, tree)
     link = link_spec(args, platform)
     seconds = args.seconds if args.minutes is None else args.minutes * 60
