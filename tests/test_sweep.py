@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from harness.studies.sweep_plots import plot_sweep
 from tests.conftest import interrupt_run, leftover_processes
 
 _ENV = {**os.environ, "CI": "true"}
+_CLUSTER_ENV = {**_ENV, "RAY_AUTH_MODE": "token"}
 _RAY_MARKS = ("raylet", "gcs_server", "ray::", "default_worker.py")
 
 
@@ -343,3 +347,40 @@ def test_a_run_folder_shipped_from_another_machine_lands_in_the_callers_folder(t
     moved = relocate(result, str(theirs), str(ours))
     assert moved == {"run_dir": str(ours), "capture": str(ours / "capture.pcap"),
                      "plots": [str(ours / "plots/goodput.png")]}
+
+
+@pytest.fixture
+def ray_cluster(tmp_path_factory):
+    """A Ray cluster of this one machine, started as a user starts one (`ray start --head`, with Ray's token
+    authentication, which a driver joins with RAY_AUTH_MODE=token and the token ray start keeps), stopped after."""
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # Ray's socket paths must stay short: its own temp folder, not pytest's long one
+    temp = Path(tempfile.mkdtemp(prefix="nr-ray-"))
+    started = subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--num-cpus=1",
+                              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+                             capture_output=True, text=True, timeout=120, env=_CLUSTER_ENV)
+    try:
+        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=_CLUSTER_ENV)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.real
+def test_a_sweep_runs_on_a_cluster_given_by_its_address(tmp_path, ray_cluster, no_leftovers):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "sweep", "openmv-n6", "--lwip", "mp-n6-after", "--set",
+                           "TCP_WND=8*TCP_MSS", "--link", "wifi", "--seconds", "2", "--ray-address", ray_cluster,
+                           "--out", str(tmp_path), "--json"], capture_output=True, text=True, timeout=400,
+                          env=_CLUSTER_ENV, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (point,) = json.loads(proc.stdout)["points"]
+    assert point["status"] == "passed" and len(point["attempts"]) == 1, point
+    run_dir = Path(point["run_dir"])
+    assert run_dir.parent.parent == tmp_path            # the caller's sweep folder, whichever node ran it
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "passed" and result["analysis"]["device_window"]["max"] == 8 * 1460
+    assert result["throughput_mbps"] == point["throughput_mbps"] > 0
