@@ -60,6 +60,23 @@ def socket_dirs() -> set[Path]:
     return set(Path("/tmp").glob("nr-*"))
 
 
+def netrepro_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+    """`netrepro ARGS` as a user runs it (quiet progress, as in CI), its exit code and output."""
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env or {**os.environ, "CI": "true"}, check=False)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> str:
+    """The command failed as bad input must: exit 2, one `netrepro: error:` line naming each of WORDS."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("netrepro: error: "), proc.stderr
+    for word in words:
+        assert word in proc.stderr, proc.stderr
+    return proc.stderr
+
+
 def interrupt_run(args: list[str], started: str, settle_s: float, to_group: bool) -> Interrupted:
     """Run `netrepro ARGS`, send SIGINT once its progress shows `started` (after settle_s more),
     to netrepro alone or, as a terminal's Ctrl-C does, to its whole process group; its exit code and

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,10 +27,15 @@ from harness.studies.bisect import (
     format_bisect,
     unknown_options,
 )
+from tests.conftest import assert_one_line_error, netrepro_cli
 
 DEFAULT_WINDOW = 4 * 536  # the `default` profile sets no TCP options: lwIP's TCP_WND = 4 * TCP_MSS, TCP_MSS = 536
 _ENV = {**os.environ, "CI": "true", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+
+
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return netrepro_cli(*args, timeout=timeout, env=_ENV)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -49,20 +53,6 @@ def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"
     path.write_text(text.replace(old, new, 1))
-
-
-def _netrepro(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=_ENV, check=False)
-
-
-def _one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.startswith("netrepro: error: "), proc.stderr
-    for word in words:
-        assert word in proc.stderr, proc.stderr
-    return proc.stderr
 
 
 @pytest.fixture
@@ -121,22 +111,22 @@ def test_bad_input_is_one_line(tmp_path, opts_repo):
     repo, commits = opts_repo
     folders_before = _bisect_folders()
     base = ["bisect", "openmv-n6", "--lwipopts", "net/lwipopts.h", "-I", "net/inc", "--window", "2144"]
-    _one_line_error(_netrepro(*base, "--repo", str(tmp_path / "nowhere"), "--good", "HEAD~1", "--bad", "HEAD"),
+    assert_one_line_error(_cli(*base, "--repo", str(tmp_path / "nowhere"), "--good", "HEAD~1", "--bad", "HEAD"),
                     "nowhere does not exist")
     plain = tmp_path / "plain"
     plain.mkdir()
-    _one_line_error(_netrepro(*base, "--repo", str(plain), "--good", "HEAD~1", "--bad", "HEAD"),
+    assert_one_line_error(_cli(*base, "--repo", str(plain), "--good", "HEAD~1", "--bad", "HEAD"),
                     "is not a git repository")
-    _one_line_error(_netrepro(*base, "--repo", str(repo), "--good", "v9.9-nope", "--bad", "HEAD"),
+    assert_one_line_error(_cli(*base, "--repo", str(repo), "--good", "v9.9-nope", "--bad", "HEAD"),
                     "unknown revision 'v9.9-nope' (--good)")
-    _one_line_error(_netrepro(*base, "--repo", str(repo), "--good", "HEAD", "--bad", "HEAD~2"),
+    assert_one_line_error(_cli(*base, "--repo", str(repo), "--good", "HEAD", "--bad", "HEAD~2"),
                     "is not an ancestor", "swapped")
     moved = [*base[:3], "net/lwipopts-old.h", *base[4:]]
-    _one_line_error(_netrepro(*moved, "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD"),
+    assert_one_line_error(_cli(*moved, "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD"),
                     "net/lwipopts-old.h does not exist in the good revision")
-    _one_line_error(_netrepro(*base, "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD",
+    assert_one_line_error(_cli(*base, "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD",
                               "--lwip", "mp-n6-after"), "--lwip")
-    _one_line_error(_netrepro("bisect", "openmv-n6", "--lwip-tree-in-repo", "--window", "2144", "--repo", str(repo),
+    assert_one_line_error(_cli("bisect", "openmv-n6", "--lwip-tree-in-repo", "--window", "2144", "--repo", str(repo),
                               "--good", commits["import"], "--bad", "HEAD"), "no lwIP tree", "src/include/lwip/init.h")
     assert _bisect_folders() == folders_before  # nothing was started
 
@@ -207,7 +197,7 @@ def test_step_lines_and_the_outcome():
 def test_bisect_names_the_commit_that_lowered_the_window(lwip_repo, tmp_path, no_leftovers):
     repo, commits = lwip_repo
     head_before, status_before = _git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")
-    proc = _netrepro("bisect", "openmv-n6", "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD",
+    proc = _cli("bisect", "openmv-n6", "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD",
                      "--lwip-tree-in-repo", "--lwip", "default", "--link", "direct", "--workload", "rx",
                      "--seconds", "2", "--window", str(DEFAULT_WINDOW), "--out", str(tmp_path / "runs"), "--json",
                      timeout=600)
@@ -237,7 +227,7 @@ def test_bisect_names_the_commit_that_lowered_the_window(lwip_repo, tmp_path, no
 @pytest.mark.real
 def test_bisect_of_a_lwipopts_history_with_a_misspelt_option(opts_repo, tmp_path, no_leftovers):
     repo, commits = opts_repo
-    proc = _netrepro("bisect", "openmv-n6", "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD",
+    proc = _cli("bisect", "openmv-n6", "--repo", str(repo), "--good", commits["import"], "--bad", "HEAD",
                      "--lwipopts", "net/lwipopts.h", "-I", "net/inc", "--rtt", "1ms", "--rate", "50mbit",
                      "--workload", "rx", "--seconds", "2", "--window", str(DEFAULT_WINDOW),
                      "--out", str(tmp_path / "runs"), timeout=600)

@@ -93,13 +93,20 @@ def test_a_known_loop_takes_its_modelled_time_on_the_boards_clock(board):
     assert load["busy_ppm"] > 900_000, load
 
 
-def test_an_idle_board_reports_a_low_load_in_its_own_time(board):
+def test_an_idle_board_reports_a_low_load_and_its_clock_never_runs_ahead_of_the_wall(board):
     cpu(board.console, reset=True)
+    started = time.monotonic()
     time.sleep(1.0)
     load = cpu(board.console)
+    wall_us = (time.monotonic() - started) * 1e6
     assert load["busy_ppm"] < 200_000, load
-    # With -icount,sleep=on an idle guest's clock follows the wall clock: a wall second is 1/D of the board's.
-    assert 0.5e6 / board.dilation < load["total_us"] < 2e6 / board.dilation, load
+    # -icount align=on: the board's clock never runs ahead of wall time / D.
+    assert load["total_us"] <= wall_us / board.dilation * 1.02 + 1000, (load, wall_us)
+    # sleep=on: an idle board's time passes (with sleep=off it would jump, without a warp it would stop). It
+    # falls behind wall time / D, because each of its timer wakeups costs the host wall time that QEMU's
+    # virtual clock does not count (docs/device-time.md, "An idle board falls behind too"; 40-60 % of it
+    # on this machine); the link follows the board's clock, so that lag moves no figure.
+    assert load["total_us"] >= 0.1 * wall_us / board.dilation, (load, wall_us)
 
 
 def test_a_tick_the_timer_cannot_hold_is_refused_and_the_tick_stays(board):

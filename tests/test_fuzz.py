@@ -26,6 +26,7 @@ from harness.rig.profile import resolve_profile
 from harness.studies.fuzz import load_reproducer, retarget
 from harness.studies.fuzz_frames import FAMILIES, Connection, FrameSource, Target, scapy
 from harness.studies.minimise import ddmin
+from tests.conftest import netrepro_cli
 
 CONN = Connection(sport=40000, peer_next=1_000_000, board_next=6519)
 TARGET = Target("02:00:00:00:00:01", "52:54:00:12:34:56", "10.77.0.1", "10.77.0.2", 7, CONN)
@@ -156,11 +157,6 @@ def test_bad_input_is_one_line(args, message):
     assert message in proc.stderr.strip().splitlines()[-1]  # one line (argparse puts its usage above)
 
 
-def _netrepro(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def _injectors() -> set[int]:
     pids = set()
     for entry in Path("/proc").iterdir():
@@ -177,8 +173,8 @@ def _injectors() -> set[int]:
 def test_fuzz_finds_the_planted_bug_minimises_it_and_replay_reproduces_it(tmp_path, no_leftovers):
     before = _injectors()
     bug = ["--lwip", "mp-n6-after", "--set", "NR_TEST_FUZZ_BUG=1", "--time", "host"]
-    proc = _netrepro("fuzz", "openmv-n6", *bug, "--seed", str(BUG_SEED), "--frames", str(BUG_FRAMES),
-                     "--out", str(tmp_path / "bug"), "--json")
+    proc = netrepro_cli("fuzz", "openmv-n6", *bug, "--seed", str(BUG_SEED), "--frames", str(BUG_FRAMES),
+                     "--out", str(tmp_path / "bug"), "--json", timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads(proc.stdout)
     [finding] = summary["findings"]
@@ -191,12 +187,13 @@ def test_fuzz_finds_the_planted_bug_minimises_it_and_replay_reproduces_it(tmp_pa
     minimal = Path(finding["minimised"])
     assert len(read_pcap(minimal)) == finding["minimised_frames"]
 
-    replayed = _netrepro("replay", "openmv-n6", *bug, str(minimal), "--out", str(tmp_path / "replay"), "--json")
+    replayed = netrepro_cli("replay", "openmv-n6", *bug, str(minimal), "--out", str(tmp_path / "replay"), "--json",
+                            timeout=600)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert json.loads(replayed.stdout)["kind"] == "fault"
 
-    clean = _netrepro("replay", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", str(minimal),
-                      "--out", str(tmp_path / "clean-replay"), "--json")
+    clean = netrepro_cli("replay", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", str(minimal),
+                      "--out", str(tmp_path / "clean-replay"), "--json", timeout=600)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert json.loads(clean.stdout)["reproduced"] is False
     assert _injectors() <= before, "the injector in the namespace was left running"
@@ -204,8 +201,8 @@ def test_fuzz_finds_the_planted_bug_minimises_it_and_replay_reproduces_it(tmp_pa
 
 @pytest.mark.real
 def test_without_the_planted_bug_the_same_seed_finds_nothing(tmp_path, no_leftovers):
-    proc = _netrepro("fuzz", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", "--seed", str(BUG_SEED),
-                     "--frames", str(BUG_FRAMES), "--out", str(tmp_path), "--json")
+    proc = netrepro_cli("fuzz", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", "--seed", str(BUG_SEED),
+                     "--frames", str(BUG_FRAMES), "--out", str(tmp_path), "--json", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["findings"] == []
@@ -243,8 +240,8 @@ def test_the_stored_lwip_reproducer_is_one_byte_2_to_the_31_before_the_next_on_i
 
 @pytest.mark.real
 def test_replay_reproduces_the_lwip_2_1_3_assertion_the_fuzzer_found(tmp_path, no_leftovers):
-    proc = _netrepro("replay", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", str(INSANE_OFFSET),
-                     "--out", str(tmp_path), "--json")
+    proc = netrepro_cli("replay", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", str(INSANE_OFFSET),
+                     "--out", str(tmp_path), "--json", timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     replayed = json.loads(proc.stdout)
     assert replayed["kind"] == "fault" and 'lwip-assert "insane offset!"' in replayed["detail"]

@@ -8,10 +8,7 @@ through the board (real chain), udp-rx over the N6's calibrated medium within 3 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-import subprocess
-import sys
 import tomllib
 from dataclasses import replace
 
@@ -34,6 +31,7 @@ from harness.studies.medium import (
 )
 from harness.studies.reproduce import check_input
 from harness.studies.run import Configuration, RunPlan
+from tests.conftest import netrepro_cli
 
 
 def turn_goodput(phy_bps: float, frames: int = 28, overhead_s: float = 185.5e-6) -> float:
@@ -131,11 +129,6 @@ def test_recording_writes_the_rate_into_the_preset_and_the_entry_into_the_report
     assert inputs[1]["sets"] == "platforms/openmv-n6.toml: links.wifi-air.phy_rate"
 
 
-def _netrepro(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "CI": "true"})
-
-
 @pytest.mark.parametrize(("args", "message"), [
     (["--link", "ethernet", "--udp", "43mbit", "--record", "openmv-n6"], r"\[links.ethernet\] has no medium"),
     (["--link", "lte", "--udp", "43mbit"], "no link preset 'lte'"),
@@ -145,7 +138,7 @@ def _netrepro(*args: str) -> subprocess.CompletedProcess[str]:
 ])
 def test_bad_input_is_one_line_and_changes_no_file(args, message):
     before = [p.read_text() for p in (ROOT / "platforms" / "openmv-n6.toml", ROOT / "reports" / "openmv-n6.toml")]
-    done = _netrepro("calibrate-medium", "openmv-n6", *args)
+    done = netrepro_cli("calibrate-medium", "openmv-n6", *args)
     error = done.stderr.strip().splitlines()[-1]
     assert done.returncode != 0 and re.search(message, error) and "Traceback" not in done.stderr, done.stderr
     after = [p.read_text() for p in (ROOT / "platforms" / "openmv-n6.toml", ROOT / "reports" / "openmv-n6.toml")]

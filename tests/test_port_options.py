@@ -11,9 +11,6 @@ header or symbol and the fix; the options that build are checked on the booted b
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware, firmware_key
 from harness.rig.engine import make_engine
 from harness.rig.profile import resolve_profile
+from tests.conftest import netrepro_cli
 
 pytestmark = pytest.mark.real
 
@@ -159,11 +157,6 @@ def _boot_opts(platform, firmware, run_dir: Path) -> tuple[dict[str, int], list[
         return console.opts(), console.forced_options()
 
 
-def _netrepro(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "CI": "true"})
-
-
 def test_a_missing_port_header_is_one_line_offering_include_or_stub(n6, tree, port):
     with pytest.raises(NetreproError) as err:
         build_firmware(n6, resolve_profile(n6, str(port)), tree)
@@ -174,7 +167,7 @@ def test_a_missing_port_header_is_one_line_offering_include_or_stub(n6, tree, po
 
     # Every missing header at once, each with its #include's line.
     port.write_text(port.read_text().replace('#include "py/mpconfig.h"', '#include "py/mpconfig.h"\n#include "irq.h"'))
-    cli = _netrepro("boot", "openmv-n6", "--lwip", str(port))
+    cli = netrepro_cli("boot", "openmv-n6", "--lwip", str(port), timeout=300)
     assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and "Traceback" not in cli.stderr, cli.stderr
     assert "py/mpconfig.h" in cli.stderr and "lwipopts.h:6 includes irq.h" in cli.stderr, cli.stderr
     assert "--stub-header py/mpconfig.h --stub-header irq.h" in cli.stderr, cli.stderr
@@ -237,7 +230,7 @@ def test_a_ports_source_file_completes_the_build_and_its_locking_is_stood_in(n6,
 
 
 def test_cli_boot_json_shows_the_options_the_stand_ins_the_warnings_and_the_apps(n6, tree, port):
-    cli = _netrepro("boot", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h", "--json")
+    cli = netrepro_cli("boot", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h", "--json", timeout=300)
     assert cli.returncode == 0, cli.stderr
     result = json.loads(cli.stdout)
     assert result["profile"] == "lwip_inc" and result["options"]["TCP_WND"] == 4 * MSS
@@ -265,15 +258,15 @@ def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_hea
 def test_run_and_compare_take_a_ports_file_as_it_is(port, tmp_path, no_leftovers):
     """The worked example: the port's file with `run`, then beside a report profile with `compare`."""
     out = tmp_path / "runs"
-    run = _netrepro("run", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h", "--link", "wifi",
-                    "--workload", "sock-rx", "--seconds", "2", "--out", str(out), "--json")
+    run = netrepro_cli("run", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h", "--link", "wifi",
+                    "--workload", "sock-rx", "--seconds", "2", "--out", str(out), "--json", timeout=300)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert "trng_random_u32 -> board RNG" in result["stand_ins"]
     assert result["options"]["TCP_WND"] == 4 * MSS and result["analysis"]["device_window"]["max"] == 4 * MSS
-    compare = _netrepro("compare", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h",
+    compare = netrepro_cli("compare", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h",
                         "--lwip", "mp-n6-after", "--link", "wifi", "--workload", "sock-rx", "--seconds", "2",
-                        "--repeats", "1", "--out", str(out), "--json")
+                        "--repeats", "1", "--out", str(out), "--json", timeout=300)
     assert compare.returncode == 0, compare.stderr
     document = json.loads(compare.stdout)
     differing = {d["name"]: (d["a"], d["b"]) for d in document["differing_options"]}

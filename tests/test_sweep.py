@@ -22,23 +22,11 @@ from harness.studies.parallel import ATTEMPTS, WORKER_PID_FILE, RayRunner, RunTa
 from harness.studies.run import Configuration
 from harness.studies.sweep import Axis, LinkPoint, SweepSpec, format_sweep, points_csv, run_sweep
 from harness.studies.sweep_plots import plot_sweep
-from tests.conftest import interrupt_run, leftover_processes
+from tests.conftest import assert_one_line_error, interrupt_run, leftover_processes, netrepro_cli
 
 _ENV = {**os.environ, "CI": "true"}
 _CLUSTER_ENV = {**_ENV, "RAY_AUTH_MODE": "token"}
 _RAY_MARKS = ("raylet", "gcs_server", "ray::", "default_worker.py")
-
-
-def _netrepro(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=_ENV, check=False)
-
-
-def _one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
-    for word in words:
-        assert word in proc.stderr, proc.stderr
 
 
 def ray_processes() -> set[tuple[int, str]]:
@@ -225,12 +213,12 @@ def test_a_failed_or_lost_run_is_retried_once_then_reported(tmp_path):
 
 
 def test_bad_sweep_input_is_one_line():
-    _one_line_error(_netrepro("sweep", "--set", "TCP_WND=1"), "sweep needs a platform")
-    _one_line_error(_netrepro("sweep", "openmv-n6", "--set", "TCP_WND"), "bad sweep setting")
-    _one_line_error(_netrepro("sweep", "openmv-n6", "--set", "TCP_WNDD=1,2"), "unknown lwIP option TCP_WNDD")
-    _one_line_error(_netrepro("sweep", "openmv-n6", "--set", "TCP_WND=1", "--link", "moon"), "moon")
-    _one_line_error(_netrepro("sweep", "--resume", "/nonexistent"), "not a sweep's folder")
-    _one_line_error(_netrepro("sweep", "openmv-n6", "--resume", "/nonexistent"), "--resume takes the sweep")
+    assert_one_line_error(netrepro_cli("sweep", "--set", "TCP_WND=1"), "sweep needs a platform")
+    assert_one_line_error(netrepro_cli("sweep", "openmv-n6", "--set", "TCP_WND"), "bad sweep setting")
+    assert_one_line_error(netrepro_cli("sweep", "openmv-n6", "--set", "TCP_WNDD=1,2"), "unknown lwIP option TCP_WNDD")
+    assert_one_line_error(netrepro_cli("sweep", "openmv-n6", "--set", "TCP_WND=1", "--link", "moon"), "moon")
+    assert_one_line_error(netrepro_cli("sweep", "--resume", "/nonexistent"), "not a sweep's folder")
+    assert_one_line_error(netrepro_cli("sweep", "openmv-n6", "--resume", "/nonexistent"), "--resume takes the sweep")
 
 
 # ------------------------------------------------------------------ real sweeps on a local Ray instance
@@ -321,7 +309,7 @@ def test_ctrl_c_keeps_the_finished_points_and_resume_runs_the_rest(tmp_path, no_
     stored = json.loads((folder / "sweep.json").read_text())
     assert stored["interrupted"] is True
     assert [p["status"] for p in stored["points"]] == ["passed", "pending"]
-    resumed = _netrepro("sweep", "--resume", str(folder), "--jobs", "1", "--json", timeout=300)
+    resumed = netrepro_cli("sweep", "--resume", str(folder), "--jobs", "1", "--json", timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     points = json.loads(resumed.stdout)["points"]
     assert [p["status"] for p in points] == ["passed", "passed"]
