@@ -13,6 +13,7 @@ import pytest
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
+from harness.link.settings import LINK_SETTINGS
 from harness.link.units import parse_rate, parse_time
 from harness.rig.workload import DISCARD_BYTES
 from harness.studies.cases import CaseResult, summarise_runs
@@ -121,6 +122,8 @@ def _setting(where: str) -> Any:
         table = table[part]
     if leaf == "rx_overflow_frames" and leaf not in table:  # the rig's default (harness/rig/session.py)
         return max(2, int(table.get("rx_burst_frames", 0)))
+    if parents[:1] == ["links"] and leaf not in table:  # a medium's timing the preset leaves at the standard's
+        return next(s.default for s in LINK_SETTINGS if s.name == leaf)
     return table[leaf]
 
 

@@ -16,6 +16,8 @@ import harness.studies.reproduce as reproduce_module
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.link import parse_rate, parse_time
+from harness.link.air import udp_goodput_bps
+from harness.link.saturate import FRAME, UDP_PAYLOAD
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.session import Session
@@ -32,6 +34,7 @@ from harness.studies.sensitivity import (
     format_sensitivity,
     moved,
     parse_sets,
+    plan_input,
     plan_inputs,
     planned_runs,
     sensitivity,
@@ -58,7 +61,12 @@ EXPECTED: dict[tuple[str, str], Target | str] = {
     ("openmv-n6", "ethernet RTT"): Target("link", "openmv-n6", "rtt", "ethernet"),
     ("openmv-n6", "socket write/read size"): Target("chunk", "openmv-n6", "chunk"),
     ("openmv-n6", "instructions per cycle (device time only)"): Target("cpu", "openmv-n6", "ipc"),
-    ("openmv-rt1060", "wifi rate"): Target("link", "openmv-rt1060", "rate", "wifi"),
+    ("openmv-n6", "wifi aggregation limit (A-MPDU frames)"): Target("air", "openmv-n6", "agg_frames", "wifi"),
+    ("openmv-n6", "wifi contention window (CWmin, slots)"): Target("air", "openmv-n6", "cwmin", "wifi"),
+    ("openmv-rt1060", "wifi UDP goodput (calibrates the shared medium)"):
+        Target("air", "openmv-rt1060", "phy_rate", "wifi"),
+    ("openmv-rt1060", "wifi aggregation limit (A-MPDU frames)"): Target("air", "openmv-rt1060", "agg_frames", "wifi"),
+    ("openmv-rt1060", "wifi contention window (CWmin, slots)"): Target("air", "openmv-rt1060", "cwmin", "wifi"),
     ("openmv-rt1060", "ethernet RTT"): Target("link", "openmv-rt1060", "rtt", "ethernet"),
     ("openmv-rt1060", "socket write/read size"): Target("chunk", "openmv-rt1060", "chunk"),
     ("openmv-rt1060", "instructions per cycle (device time only)"): Target("cpu", "openmv-rt1060", "ipc"),
@@ -187,17 +195,41 @@ def _setup(report: str, case: str, time: TimeChoice = DEVICE) -> Setup:
 
 
 def test_a_link_input_changes_that_preset_only():
-    setup = _setup("openmv-rt1060", "wifi rx before")
-    changed = apply(setup, Target("link", "openmv-rt1060", "rate", "wifi"), setting(
-        Target("link", "openmv-rt1060", "rate", "wifi"), 25, "Mbit/s"))
+    setup = _setup("openmv-rt1060", "ethernet rx before")
+    changed = apply(setup, Target("link", "openmv-rt1060", "rate", "ethernet"), setting(
+        Target("link", "openmv-rt1060", "rate", "ethernet"), 25, "Mbit/s"))
     spec = changed.link_spec()
     assert spec.to_device.rate_bps == spec.to_peer.rate_bps == 25_000_000
-    assert spec.rtt_s == pytest.approx(setup.link_spec().rtt_s) == pytest.approx(0.0027)
-    assert changed.platform.links["ethernet"] == setup.platform.links["ethernet"]
-    assert setup.link_spec().to_device.rate_bps == 40_000_000  # the original is untouched
-    rtt = apply(setup, Target("link", "openmv-rt1060", "rtt", "wifi"), "1ms")
+    assert spec.rtt_s == pytest.approx(setup.link_spec().rtt_s) == pytest.approx(0.0002)
+    assert changed.platform.links["wifi"] == setup.platform.links["wifi"]
+    assert setup.link_spec().to_device.rate_bps == 100_000_000  # the original is untouched
+    rtt = apply(setup, Target("link", "openmv-rt1060", "rtt", "ethernet"), "1ms")
     assert rtt.link_spec().rtt_s == pytest.approx(0.001) and rtt.link_spec().to_device.delay_s == pytest.approx(5e-4)
     assert len({changed.key(), setup.key(), rtt.key()}) == 3
+
+
+def test_an_air_input_finds_the_phy_rate_again_so_the_udp_figure_holds():
+    setup = _setup("openmv-n6", "wifi rx after")
+    air = setup.link_spec()
+    udp = udp_goodput_bps(air, FRAME, UDP_PAYLOAD)
+    assert udp == pytest.approx(43e6, rel=0.01)  # the preset as calibrate-medium left it
+    for key, value in (("agg_frames", 8), ("cwmin", 31), ("cwmin", 7)):
+        changed = apply(setup, Target("air", "openmv-n6", key, "wifi"), value).link_spec()
+        assert getattr(changed, key) == value and changed.phy_rate_bps != air.phy_rate_bps
+        assert udp_goodput_bps(changed, FRAME, UDP_PAYLOAD) == pytest.approx(udp, rel=1e-4)
+        assert changed.rtt_s == air.rtt_s and changed.medium == "shared"
+    # fewer frames a turn or a longer backoff: the same UDP figure needs a faster PHY, and the reverse
+    assert apply(setup, Target("air", "openmv-n6", "agg_frames", "wifi"), 8).link_spec().phy_rate_bps > air.phy_rate_bps
+    assert apply(setup, Target("air", "openmv-n6", "cwmin", "wifi"), 7).link_spec().phy_rate_bps < air.phy_rate_bps
+    target = Target("air", "openmv-rt1060", "phy_rate", "wifi")
+    slower = apply(_setup("openmv-rt1060", "wifi rx before"), target, setting(target, 25, "Mbit/s")).link_spec()
+    # a turn holds whole frames, so the goodput steps up where one more fits: it lands within calibrate-medium's 1 %
+    assert 25e6 <= udp_goodput_bps(slower, FRAME, UDP_PAYLOAD) <= 25e6 * 1.01
+    with pytest.raises(Unvaried, match="is a wire: agg_frames applies on the shared medium"):
+        plan_input({"name": "a", "value": 64, "unit": "frames", "provenance": "assumed", "range": [8, 64],
+                    "sets": "platforms/openmv-n6.toml: links.wifi-wire.agg_frames"},
+                   {"platform": "openmv-n6", "cases": [{"case": "c", "workload": "sock-rx", "link": "wifi-wire"}]},
+                   "r", DEVICE, ["c"])
 
 
 def test_a_nic_input_changes_that_key_and_holds_the_other_at_its_value():
@@ -319,7 +351,8 @@ def _n6_document(run_dir: Path) -> dict[str, Any]:
 
 
 def fake_n6(setup: Setup, run_dir: Path) -> RunResult:
-    """wifi rx moves with the chunk (+22 % at 4096 B); every case with the IPC (-17 %, cpu-limited, at 0.5); the
+    """wifi rx moves with the chunk (+22 % at 4096 B); the wifi cases with the aggregation limit (-10 % at 8
+    frames); every case with the IPC (-17 %, cpu-limited, at 0.5); the
     ethernet cases with the RTT (-5 % at 1 ms); the 1 ms RTT fails for ethernet rx after."""
     figure, verdict = 30.0, "window-limited"
     ethernet_rtt = setup.link_spec().rtt_s if setup.link == "ethernet" else 0.0
@@ -327,6 +360,8 @@ def fake_n6(setup: Setup, run_dir: Path) -> RunResult:
         figure = 36.6
     if setup.time.mips == 400:
         figure, verdict = 24.9, "cpu-limited"
+    if setup.link == "wifi" and setup.link_spec().agg_frames == 8:
+        figure = 27.0
     if ethernet_rtt == pytest.approx(0.001):
         if setup.case == "ethernet rx after":
             raise NetreproError("boot timed out")
@@ -341,8 +376,13 @@ def n6_study(tmp_path) -> dict[str, Any]:
 
 def test_a_study_runs_each_end_and_compares_with_the_baseline(n6_study, tmp_path):
     inputs = {i["name"]: i for i in n6_study["inputs"]}
-    assert list(inputs) == ["ethernet rate", "ethernet RTT", "socket write/read size",
+    assert list(inputs) == ["wifi aggregation limit (A-MPDU frames)", "wifi contention window (CWmin, slots)",
+                            "ethernet rate", "ethernet RTT", "socket write/read size",
                             "instructions per cycle (device time only)"]
+    aggregation = {c["case"]: c for c in inputs["wifi aggregation limit (A-MPDU frames)"]["cases"]}
+    assert list(aggregation) == ["wifi rx before", "wifi rx after", "wifi tx before", "wifi tx after"]
+    assert aggregation["wifi rx after"]["low"]["delta_pct"] == -10.0 and aggregation["wifi rx after"]["high"][
+        "is_baseline"]  # 64 frames is the value
     chunk = {c["case"]: c for c in inputs["socket write/read size"]["cases"]}
     assert chunk["wifi rx before"]["high"]["median_mbps"] == 36.6 and chunk["wifi rx before"]["high"]["delta_pct"] == 22
     assert chunk["wifi tx before"]["high"]["delta_pct"] == 0.0
@@ -358,7 +398,7 @@ def test_a_study_runs_each_end_and_compares_with_the_baseline(n6_study, tmp_path
     failed = rtt["ethernet rx after"]["high"]
     assert (failed["median_mbps"], failed["runs_failed"], failed["error"]) == (None, 1, "boot timed out")
     run_dir = Path(failed["run_dirs"][0])
-    assert run_dir.parent == tmp_path / "sensitivity" / "2-ethernet-RTT-high" and run_dir.name == "ethernet-rx-after-1"
+    assert run_dir.parent == tmp_path / "sensitivity" / "4-ethernet-RTT-high" and run_dir.name == "ethernet-rx-after-1"
     assert n6_study["not_varied"] == []
     assert json.loads((tmp_path / "sensitivity.json").read_text()) == n6_study
     assert (tmp_path / "sensitivity.txt").read_text() == format_sensitivity(n6_study) + "\n"
@@ -444,9 +484,10 @@ def test_two_way_cases_share_their_runs(tmp_path):
 def test_the_runs_a_study_plans():
     report = load_report("openmv-n6")
     varied, _ = plan_inputs(report, "openmv-n6", DEVICE, [c["case"] for c in report["cases"]])
-    # ethernet rate: one end (1000 is the value) x 2 cases; RTT 2 x 2; chunk one end (512) x 6; IPC 2 x 6
-    assert planned_runs(varied, report, [c["case"] for c in report["cases"]]) == 2 + 4 + 6 + 12
-    assert planned_runs(varied, report, ["wifi rx before"]) == 1 + 2
+    # aggregation: one end (64 is the value) x 4 wifi cases; CWmin 2 x 4; ethernet rate: one end (1000 is the
+    # value) x 2 cases; RTT 2 x 2; chunk one end (512) x 6; IPC 2 x 6
+    assert planned_runs(varied, report, [c["case"] for c in report["cases"]]) == 4 + 8 + 2 + 4 + 6 + 12
+    assert planned_runs(varied, report, ["wifi rx before"]) == 1 + 2 + 1 + 2
 
 
 def test_a_study_refuses_what_would_not_compare(tmp_path):
@@ -478,7 +519,8 @@ def test_the_command_line_prints_the_table_after_the_reproduction(tmp_path, monk
     assert given["name"] == "openmv-n6" and given["repeats"] == 2
     cli.main(["reproduce", "openmv-n6", "--sensitivity", "--json"])
     printed = json.loads(capsys.readouterr().out)
-    assert printed["sensitivity"]["inputs"][0]["name"] == "ethernet rate" and given["repeats"] == 1
+    assert printed["sensitivity"]["inputs"][0]["name"] == "wifi aggregation limit (A-MPDU frames)"
+    assert given["repeats"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sensitivity", "sensitivity-2", "sensitivity.json",
                                                           "sensitivity.txt"]  # a second study keeps the first's runs
     document.pop("sensitivity")

@@ -21,7 +21,8 @@ from harness.cli.sweep import add_sweep_parser, add_tune_parser
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import parse_rate
+from harness.link import LinkSpec, parse_rate
+from harness.link.air import frames_per_turn, saturated_rate_bps
 from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
 from harness.rig.engine import make_engine
 from harness.rig.lwip_ram import ram_line
@@ -378,6 +379,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
+def _link_line(result: RunResult) -> str:
+    """The link as a user set it: a wire's rate each way, or the shared medium's PHY rate and what it carries."""
+    link, rtt = result.link, f"rtt {result.link['rtt_s'] * 1e3:g} ms"
+    if link.get("medium", "wire") == "wire":
+        return (f"{rtt}, rate to device {_rate(link['to_device'].get('rate_bps'))}, "
+                f"to peer {_rate(link['to_peer'].get('rate_bps'))}")
+    spec = LinkSpec.from_dict(link)
+    turns = result.link_counters.get("txops_per_s")
+    return (f"{rtt}, shared medium (802.11): PHY {spec.phy_rate_bps / 1e6:g} Mbit/s, {frames_per_turn(spec)} full "
+            f"frames a turn, {saturated_rate_bps(spec) / 1e6:.1f} Mbit/s one way"
+            + (f"; {turns:.0f} turns/s" if turns else ""))
+
+
 def format_result(result: RunResult) -> str:
     """A short human summary of a run."""
     lines = [f"{result.platform} / {result.profile} / {result.workload['name']}: "
@@ -388,9 +402,7 @@ def format_result(result: RunResult) -> str:
         lines.append(f"  bytes    {result.bytes} in {result.seconds} s")
     if result.datagrams:
         lines.append("  datagrams " + ", ".join(f"{k} {v}" for k, v in result.datagrams.items()))
-    to_device, to_peer = result.link["to_device"], result.link["to_peer"]
-    lines.append(f"  link     rtt {result.link['rtt_s'] * 1e3:g} ms, rate to device "
-                 f"{_rate(to_device.get('rate_bps'))}, to peer {_rate(to_peer.get('rate_bps'))}")
+    lines.append(f"  link     {_link_line(result)}")
     for name, counters in result.link_counters.items():
         if isinstance(counters, dict) and "frames_out" in counters:
             dropped = {k: v for k, v in counters.get("dropped", {}).items() if v}

@@ -23,6 +23,7 @@ class CaseResult:
     report_mbps: float | list[float] | None
     direction: str | None = None              # rr / duplex: which direction's figure this case is
     rx_overflow: str = "hold"                 # what the link did with frames the NIC could not take
+    medium: str = "wire"                      # the link preset's medium: "wire" or "shared" (one radio channel)
     report_value: float | None = None         # the report's figure in its own unit (the document's "unit")
     median_in_unit: float | None = None       # netrepro's median in that unit
     runs_mbps: list[float] = field(default_factory=list)

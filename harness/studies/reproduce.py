@@ -250,7 +250,7 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     direction = case_direction(spec)
     result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
                         workload=spec["workload"], report_mbps=report_figure_mbps(report, spec), direction=direction,
-                        rx_overflow=platform.nic.get("rx_overflow", "hold"),
+                        rx_overflow=platform.nic.get("rx_overflow", "hold"), medium=setup.link_spec().medium,
                         report_value=spec.get("report_value"), claim=spec.get("claim", {}))
     key = (platform.name, profile.name, spec["link"], repr(workload), spec.get("rx_overflow"))
     if key not in shared:
@@ -372,19 +372,26 @@ def _table(document: dict[str, Any], band: float) -> list[str]:
     cases, unit = document["cases"], document.get("unit", "Mbit/s")
     width = max([22, *(len(c["case"]) + 1 for c in cases)])
     unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if _in_unit(document) else ""
-    header = (f"{'case':<{width}}{unit_head} {'report':>9} {_NETREPRO_HEAD:>34} {'delta %':>8} "
+    link_width = max(len(_link_text(c)) for c in cases) + 1
+    header = (f"{'case':<{width}}{'link':<{link_width}}{unit_head} {'report':>9} {_NETREPRO_HEAD:>34} {'delta %':>8} "
               f"{'within ' + percent(band):>11} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  "
               f"{'verdict':<20} mechanisms")
-    rows = [_row(c, width, _in_unit(document)) for c in cases]
+    rows = [_row(c, width, link_width, _in_unit(document)) for c in cases]
     return [header, "-" * len(header), *rows, "-" * len(header), summary_line(summary(cases), band)]
 
 
-def _row(c: dict[str, Any], width: int, in_unit: bool) -> str:
+def _link_text(c: dict[str, Any]) -> str:
+    """The case's link preset and its medium: a wire, or one radio channel both directions share."""
+    return f"{c['link']} ({c.get('medium', 'wire')})"
+
+
+def _row(c: dict[str, Any], width: int, link_width: int, in_unit: bool) -> str:
     window = "-" if c["device_window_max"] is None else f"{c['device_window_max']:g}"
     units = (f" {format_number(c.get('report_value')):>13} {format_number(c.get('median_in_unit')):>15}"
              if in_unit else "")
     mechanisms = _MECHANISMS[_answer(c)]
-    return (f"{c['case']:<{width}}{units} {_report_text(c['report_mbps']):>9} {_figure_text(c):>34} "
+    return (f"{c['case']:<{width}}{_link_text(c):<{link_width}}{units} {_report_text(c['report_mbps']):>9} "
+            f"{_figure_text(c):>34} "
             f"{_delta_text(c.get('delta_pct')):>8} {_agrees_text(c):>11} {format_number(c['bound_mbps']):>7} "
             f"{format_number(c['device_mss']):>5} {window:>7} {format_number(c.get('device_cpu_percent')):>6} "
             f"{format_number(c.get('us_per_segment')):>7}  {c['verdict'] or '-':<20} {mechanisms}")

@@ -17,6 +17,7 @@ from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import SETTINGS, LinkSpec
+from harness.link.air import saturated_rate_bps
 from harness.rig.build import Firmware, build_firmware
 from harness.rig.devicetime import DeviceTime
 from harness.rig.leaks import LeakCheck, LeakReport
@@ -289,7 +290,10 @@ def data_rate_bps(result: RunResult, direction: str | None = None) -> float | No
     else:
         sends = result.workload["name"] in DEVICE_SENDS
     side = result.link["to_peer" if sends else "to_device"]
-    rates = [r for r in (side.get("rate_bps"), side.get("pace_bps")) if r]
+    # on the shared medium the wire's rate does not apply: the air's capacity one way, every turn full, does
+    rate = side.get("rate_bps") if result.link.get("medium", "wire") == "wire" else saturated_rate_bps(
+        LinkSpec.from_dict(result.link))
+    rates = [r for r in (rate, side.get("pace_bps")) if r]
     return float(min(rates)) if rates else None
 
 

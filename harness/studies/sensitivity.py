@@ -9,6 +9,12 @@ its median is set beside the reproduction's (the baseline):
 
     platforms/P.toml: links.L.rate / .rtt  the cases on board P over link preset L: that preset's rate or RTT
                                            (the input in Mbit/s or ms, the preset in tc's "43mbit", "5.5ms")
+    platforms/P.toml: links.L.phy_rate     the cases over shared-medium preset L: the input is the air's UDP goodput
+                                           (Mbit/s), and the PHY rate that carries it is found from the airtime
+                                           arithmetic (harness.link.air.phy_rate_for), as calibrate-medium finds it
+    platforms/P.toml: links.L.agg_frames   the same cases with the aggregation limit or the contention window (cwmin,
+                      / .cwmin / .aifsn    aifsn) at an end, the PHY rate found again so the air still carries the
+                                           preset's UDP goodput: the report's UDP figure stays what it is
     platforms/P.toml: nic.KEY              every case on board P: Platform.with_nic(KEY=value), for
                                            rx_burst_frames and rx_overflow_frames (the other one held at
                                            its effective value: rx_overflow_frames defaults to max(2, burst))
@@ -36,7 +42,9 @@ from typing import Any
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import parse_rate, parse_time
+from harness.link import LinkSpec, parse_rate, parse_time
+from harness.link.air import phy_rate_for, udp_goodput_bps
+from harness.link.saturate import FRAME, UDP_PAYLOAD
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
@@ -50,11 +58,12 @@ from harness.studies.run import RunPlan, RunResult, execute_trusted
 CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
 NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
 LINK_KEYS = ("rate", "rtt")
+AIR_KEYS = ("phy_rate", "agg_frames", "cwmin", "aifsn")  # a shared preset: UDP goodput, aggregation, contention
 ENDS = ("low", "high")
 _RATE_UNITS = {"bit/s": "bit", "kbit/s": "kbit", "Mbit/s": "mbit", "Gbit/s": "gbit"}  # input unit -> tc's
 _TIME_UNITS = {"s": "s", "ms": "ms", "us": "us"}
 _WHOLE_UNITS = {"nic": "frames", "chunk": "B"}
-_SETS = re.compile(r"^(platforms|reports)/([A-Za-z0-9_.-]+)\.toml:\s*([A-Za-z0-9_.]+)$")
+_SETS = re.compile(r"^(platforms|reports)/([A-Za-z0-9_.-]+)\.toml:\s*([A-Za-z0-9_.-]+)$")
 
 
 class Unvaried(Exception):
@@ -65,10 +74,10 @@ class Unvaried(Exception):
 class Target:
     """Where an input's value goes, read from its `sets`."""
 
-    kind: str                # "link", "nic", "cpu" or "chunk"
+    kind: str                # "link", "air", "nic", "cpu" or "chunk"
     owner: str               # the platform (platforms/OWNER.toml) or the report (reports/OWNER.toml)
-    key: str                 # rate or rtt, the [nic] key, ipc, chunk
-    link: str | None = None  # the link preset (kind "link")
+    key: str                 # rate or rtt, an air key, the [nic] key, ipc, chunk
+    link: str | None = None  # the link preset (kinds "link" and "air")
 
 
 @dataclass(frozen=True)
@@ -129,24 +138,27 @@ def parse_sets(sets: str | None) -> Target:
     parts = key.split(".")
     if parts[0] == "links" and len(parts) == 3 and parts[2] in LINK_KEYS:
         return Target("link", owner, parts[2], parts[1])
+    if parts[0] == "links" and len(parts) == 3 and parts[2] in AIR_KEYS:
+        return Target("air", owner, parts[2], parts[1])
     if parts[0] == "nic" and len(parts) == 2 and parts[1] in NIC_KEYS:
         return Target("nic", owner, parts[1])
     if key == "cpu.ipc":
         return Target("cpu", owner, "ipc")
     raise Unvaried(f"{key} is not a key netrepro varies (links.NAME.rate, links.NAME.rtt, "
+                   f"links.NAME.{', links.NAME.'.join(AIR_KEYS)}, "
                    f"nic.{', nic.'.join(NIC_KEYS)}, cpu.ipc)")
 
 
 def setting(target: Target, value: float, unit: str | None) -> str | int | float:
     """The value as netrepro's file takes it: a tc rate or time for a link preset ("43mbit", "5.5ms"), a whole
     number of frames or bytes, an IPC."""
-    if target.kind == "link":
-        table, word = (_RATE_UNITS, "rate") if target.key == "rate" else (_TIME_UNITS, "RTT")
+    if target.kind == "link" or (target.kind == "air" and target.key == "phy_rate"):
+        table, word = (_RATE_UNITS, "rate") if target.key in ("rate", "phy_rate") else (_TIME_UNITS, "RTT")
         if unit not in table:
             raise Unvaried(f"a link {word} in {unit or 'no unit'} is not converted (give it in {', '.join(table)})")
         return f"{format(value, '.12g')}{table[unit]}"
-    if target.kind in _WHOLE_UNITS:
-        whole = _WHOLE_UNITS[target.kind]
+    if target.kind in _WHOLE_UNITS or target.kind == "air":
+        whole = _WHOLE_UNITS.get(target.kind, "frames" if target.key == "agg_frames" else "slots")
         if unit not in (None, whole):
             raise Unvaried(f"{target.key} is counted in {whole}, not {unit}")
         if value != int(value) or value < 1:
@@ -161,8 +173,8 @@ def setting(target: Target, value: float, unit: str | None) -> str | int | float
 
 def plain(target: Target, value: str | int | float) -> float:
     """A setting in plain units (bit/s, seconds, frames, bytes, IPC), to compare what was run with."""
-    if target.kind == "link":
-        return float(parse_rate(value)) if target.key == "rate" else parse_time(value)
+    if target.kind == "link" or (target.kind == "air" and target.key == "phy_rate"):
+        return float(parse_rate(value)) if target.key in ("rate", "phy_rate") else parse_time(value)
     return float(value)
 
 
@@ -182,6 +194,12 @@ def in_use(target: Target, platform: Platform | None, report: dict[str, Any]) ->
     if target.kind == "link":
         raw = platform.links[str(target.link)].get(target.key)
         return None if raw is None else (plain(target, raw), str(raw))
+    if target.kind == "air":
+        spec = LinkSpec.from_preset(platform.link_preset(str(target.link)))
+        if target.key == "phy_rate":
+            carried = udp_goodput_bps(spec, FRAME, UDP_PAYLOAD)
+            return carried, f"{carried / 1e6:.2f}mbit of UDP at phy_rate {spec.phy_rate_bps / 1e6:.3f}mbit"
+        return float(getattr(spec, target.key)), f"{getattr(spec, target.key)}"
     if target.kind == "nic":
         return float(nic_value(platform.nic, target.key)), str(nic_value(platform.nic, target.key))
     assert platform.cpu is not None
@@ -194,6 +212,10 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
         platform, preset = setup.platform, str(target.link)
         links = {**platform.links, preset: {**platform.links[preset], target.key: value}}
         return dataclasses.replace(setup, platform=dataclasses.replace(platform, links=links))
+    if target.kind == "air":
+        platform, preset = setup.platform, str(target.link)
+        links = {**platform.links, preset: air_preset(platform.links[preset], target.key, value)}
+        return dataclasses.replace(setup, platform=dataclasses.replace(platform, links=links))
     if target.kind == "nic":
         held = {key: nic_value(setup.platform.nic, key) for key in NIC_KEYS}  # the other key stays as run
         return dataclasses.replace(setup, platform=setup.platform.with_nic(**{**held, target.key: value}))
@@ -204,12 +226,24 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
     return dataclasses.replace(setup, workload=dataclasses.replace(setup.workload, chunk=int(value)))
 
 
+def air_preset(preset: dict[str, Any], key: str, value: str | int | float) -> dict[str, Any]:
+    """A shared-medium preset with one input changed and its PHY rate found again: for phy_rate the input is
+    the UDP goodput the air carries; for the others, the goodput stays the preset's (the report's UDP figure)."""
+    spec = LinkSpec.from_preset({k: v for k, v in preset.items() if k != "note"})
+    if key == "phy_rate":
+        goodput, changed = float(parse_rate(value)), {}
+    else:
+        goodput, changed = udp_goodput_bps(spec, FRAME, UDP_PAYLOAD), {key: value}
+    phy = phy_rate_for(spec.override(**changed), goodput, FRAME, UDP_PAYLOAD)
+    return {**preset, **changed, "phy_rate": f"{phy / 1e6:.3f}mbit"}
+
+
 def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> bool:
     """Whether the case runs with the input: on the input's board (and link preset), or with the report's chunk."""
     if target.kind == "chunk":
         return spec["workload"] in CHUNK_WORKLOADS and "chunk" not in spec
     board = Path(str(spec.get("platform", report["platform"]))).stem
-    return board == target.owner and (target.kind != "link" or spec["link"] == target.link)
+    return board == target.owner and (target.kind not in ("link", "air") or spec["link"] == target.link)
 
 
 # ------------------------------------------------------------------ which inputs, which cases
@@ -247,7 +281,9 @@ def plan_input(item: dict[str, Any], report: dict[str, Any], name: str, time: Ti
         raise Unvaried(f"none of the cases that run with it was run this time ({', '.join(cases)})")
     used = in_use(target, platform, report)
     note = None
-    if used is not None and not math.isclose(used[0], plain(target, settings["value"]), rel_tol=1e-9):
+    # an air's UDP goodput comes from a calibration by floods, which lands within 1 % of its target
+    tolerance = 0.01 if target.kind == "air" and target.key == "phy_rate" else 1e-9
+    if used is not None and not math.isclose(used[0], plain(target, settings["value"]), rel_tol=tolerance):
         note = (f"the reproduction ran with {used[1]} ({item['sets']}), not the input's {settings['value']}: "
                 "its median is not the figure at the input's value")
     return Varied(item["name"], value, unit, low, high, item["sets"], target, settings,
@@ -258,6 +294,10 @@ def _shown(target: Target, settings: dict[str, Any], platform: Platform | None) 
     """The ends as the runs get them: the preset's or [nic]'s value, the chunk, or the modelled rate an IPC makes."""
     if target.kind == "cpu" and platform is not None and platform.cpu is not None:
         return {end: f"mips {platform.cpu.clock_mhz * settings[end]:g}" for end in ENDS}
+    if target.kind == "air" and platform is not None:
+        preset = platform.links[str(target.link)]
+        return {end: f"{target.key if target.key != 'phy_rate' else 'UDP'} {settings[end]}, phy_rate "
+                     f"{air_preset(preset, target.key, settings[end])['phy_rate']}" for end in ENDS}
     return {end: str(settings[end]) for end in ENDS}
 
 
@@ -271,8 +311,11 @@ def _board(target: Target, name: str, time: TimeChoice) -> Platform | None:
         platform = load_platform(target.owner)
     except NetreproError as exc:
         raise Unvaried(str(exc)) from None
-    if target.kind == "link" and target.link not in platform.links:
+    if target.kind in ("link", "air") and target.link not in platform.links:
         raise Unvaried(f"platform {target.owner} has no link preset '{target.link}'")
+    if target.kind == "air" and platform.links[str(target.link)].get("medium") != "shared":
+        raise Unvaried(f"link preset '{target.link}' of {target.owner} is a wire: {target.key} applies on the "
+                       "shared medium")
     if target.kind == "cpu":
         if platform.cpu is None:
             raise Unvaried(f"platform {target.owner} has no [cpu] model")

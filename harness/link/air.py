@@ -1,0 +1,72 @@
+"""The shared medium's airtime arithmetic, as the link schedules it (netrepro_link.c, "medium=shared").
+
+One turn (TXOP) of a direction costs channel access (SIFS + aifsn slots + the mean backoff of
+cwmin/2 slots), the PPDU (preamble + the A-MPDU's bytes at the PHY rate + signal extension) and
+the response (SIFS + block ack + signal extension). On the air a frame is mpdu_overhead bytes longer
+than on Ethernet, padded to 4 bytes. A turn carries at most agg_frames frames, agg_bytes bytes and
+an agg_time PPDU, and always at least one frame.
+
+What the analysis needs from it is the air's capacity in one direction with every turn full: the
+rate a wire would need to carry the same frames, so that a bound, a verdict or a table can treat
+the air as the link's rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.core.ethernet import MAX_FRAME, wire_bytes
+
+
+def air_bytes(spec: Any, size: int) -> int:
+    """An Ethernet frame of `size` bytes as an A-MPDU subframe: plus the MPDU's overhead, padded to 4 bytes."""
+    return -(-(size + spec.mpdu_overhead_bytes) // 4) * 4
+
+
+def access_s(spec: Any) -> float:
+    """Channel access before a turn: SIFS, aifsn slots (DIFS with 2) and the mean backoff."""
+    return spec.sifs_s + spec.aifsn * spec.slot_s + spec.cwmin / 2 * spec.slot_s
+
+
+def turn_s(spec: Any, sizes: Sequence[int]) -> float:
+    """One turn carrying Ethernet frames of these sizes: channel access, the PPDU, the block ack."""
+    ppdu = spec.preamble_s + sum(air_bytes(spec, n) for n in sizes) * 8 / spec.phy_rate_bps + spec.signal_ext_s
+    return access_s(spec) + ppdu + spec.sifs_s + spec.blockack_s + spec.signal_ext_s
+
+
+def frames_per_turn(spec: Any, size: int = MAX_FRAME) -> int:
+    """How many frames of `size` bytes one full turn carries under the aggregation limits (at least one)."""
+    each = air_bytes(spec, size)
+    count = min(int(spec.agg_frames), int(spec.agg_bytes) // each)
+    if spec.agg_time_s > 0:
+        count = min(count, int((spec.agg_time_s - spec.preamble_s) * spec.phy_rate_bps / 8 // each))
+    return max(1, count)
+
+
+def saturated_rate_bps(spec: Any, size: int = MAX_FRAME) -> float:
+    """The air's capacity one way with every turn full of `size`-byte frames, as the Ethernet rate
+    (frames and their wire overhead, bit/s) that carries the same frames in the same time."""
+    count = frames_per_turn(spec, size)
+    return count * wire_bytes(size) * 8 / turn_s(spec, [size] * count)
+
+
+def udp_goodput_bps(spec: Any, frame: int, payload: int) -> float:
+    """The UDP payload one direction of the air carries with every turn full of `frame`-byte datagrams."""
+    return saturated_rate_bps(spec, frame) * payload / wire_bytes(frame)
+
+
+def phy_rate_for(spec: Any, goodput_bps: float, frame: int, payload: int) -> int:
+    """The PHY rate (bit/s) at which the air, its other timings as `spec` has them, carries `goodput_bps`
+    of UDP payload: the same question `netrepro calibrate-medium` answers with floods through the link,
+    answered from the arithmetic (the capacity grows with the rate, so a bisection finds it)."""
+    low, high = 1_000, 10_000_000_000
+    if udp_goodput_bps(spec.override(phy_rate=high), frame, payload) < goodput_bps:
+        raise ValueError(f"no PHY rate carries {goodput_bps / 1e6:g} Mbit/s of UDP with these timings")
+    while high - low > 1_000:
+        middle = (low + high) // 2
+        if udp_goodput_bps(spec.override(phy_rate=middle), frame, payload) < goodput_bps:
+            low = middle
+        else:
+            high = middle
+    return high
