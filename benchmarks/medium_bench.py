@@ -2,7 +2,7 @@
 
     python benchmarks/medium_bench.py [--seconds 3] [--agg 1,2,4,8,16,64]
 
-The N6's `wifi-air` preset (its WiFi on the shared medium, the PHY rate calibrated from the report's
+The N6's `wifi` preset (its WiFi on the shared medium, the PHY rate calibrated from the report's
 43 Mbit/s of UDP by `netrepro calibrate-medium`), then for each aggregation limit (agg_frames): UDP
 through the link alone,
 udp-rx through the board, and TCP rx (iperf2 into the board's lwiperf, mp-n6-after: its window is
@@ -53,7 +53,7 @@ def board_run(platform, firmware, spec, workload: str, seconds: float) -> dict:
 
 
 def markdown(doc: dict) -> str:
-    lines = [f"# TCP against UDP on the shared medium ({doc['platform']} wifi-air, phy_rate "
+    lines = [f"# TCP against UDP on the shared medium ({doc['platform']} wifi, phy_rate "
              f"{doc['phy_rate_bps'] / 1e6:.3f} Mbit/s calibrated to {TARGET_BPS / 1e6:g} Mbit/s of UDP)", "",
              f"`python benchmarks/medium_bench.py --seconds {doc['seconds']:g}`, {doc['date']}; "
              f"{doc['seconds']:g} board seconds a run, device time, profile {doc['profile']}.", "",
@@ -82,7 +82,7 @@ def plot(doc: dict, path: Path) -> None:
     ax.set_xticks(aggs, [str(a) for a in aggs])
     ax.set_xlabel("most frames aggregated in a turn (agg_frames)")
     ax.set_ylabel("goodput, Mbit/s (board time)")
-    ax.set_title(f"{doc['platform']} wifi-air on the shared medium, phy_rate {doc['phy_rate_bps'] / 1e6:.2f} Mbit/s")
+    ax.set_title(f"{doc['platform']} wifi on the shared medium, phy_rate {doc['phy_rate_bps'] / 1e6:.2f} Mbit/s")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
@@ -98,7 +98,7 @@ def main() -> int:
     platform = load_platform("openmv-n6")
     profile = "mp-n6-after"
     firmware = build_firmware(platform, resolve_profile(platform, profile), lwip_tree())
-    base = LinkSpec.from_preset(platform.link_preset("wifi-air"))
+    base = LinkSpec.from_preset(platform.link_preset("wifi"))
     rows = []
     for agg in (int(a) for a in args.agg.split(",")):
         spec = base.override(agg_frames=agg)

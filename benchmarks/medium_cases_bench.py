@@ -1,12 +1,12 @@
-"""The N6 report's WiFi cases over the calibrated air, as predictions beside the stored wire run.
+"""The N6 report's WiFi cases on both media: the calibrated air, as predictions, beside the wire.
 
     python benchmarks/medium_cases_bench.py [--repeats 2] [--seconds 5]
 
-The `wifi` preset of platforms/openmv-n6.toml is still the 43 Mbit/s wire that `reproduce` runs;
-here each of the report's wifi cases (its profile, workload and chunk, as reproduce makes them,
-harness.studies.reproduce.case_setup) runs instead over `wifi-air`: the same RTT on the shared
-medium, its PHY rate calibrated from the report's UDP figure (`netrepro calibrate-medium`, recorded
-in the report's inputs). Nothing was fitted to the TCP figures: the table gives each one's
+Each of the report's wifi cases (its profile, workload and chunk, as reproduce makes them,
+harness.studies.reproduce.case_setup) runs over the `wifi` preset of platforms/openmv-n6.toml (the
+shared medium, its PHY rate calibrated from the report's UDP figure by `netrepro calibrate-medium`,
+recorded in the report's inputs; what `reproduce` runs) and over `wifi-wire` (the same RTT, a
+43 Mbit/s wire each way). Nothing was fitted to the TCP figures: the table gives each one's
 distance to the report's.
 
 Writes benchmarks/results/medium-n6-cases.json and .md.
@@ -35,7 +35,7 @@ from harness.studies.run import RunPlan  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 NAME = "medium-n6-cases"
 REPORT = "openmv-n6"
-AIR = "wifi-air"
+AIR, WIRE = "wifi", "wifi-wire"
 
 
 def distance(median: float, figure: float | list[float] | None) -> str:
@@ -49,8 +49,8 @@ def distance(median: float, figure: float | list[float] | None) -> str:
     return f"{(median / edge - 1) * 100:+.1f} % from {edge:g}"
 
 
-def run_case(setup, tree: Path, repeats: int) -> dict:
-    links = {**setup.platform.links, setup.link: setup.platform.links[AIR]}  # the case's wifi, on the air
+def run_case(setup, preset: str, tree: Path, repeats: int) -> dict:
+    links = {**setup.platform.links, setup.link: setup.platform.links[preset]}  # the case's wifi, on this medium
     platform = dataclasses.replace(setup.platform, links=links)
     setup = dataclasses.replace(setup, platform=platform)
     firmware = build_firmware(platform, resolve_profile(platform, setup.profile), tree)
@@ -72,19 +72,20 @@ def markdown(doc: dict) -> str:
     lines = [f"# The N6 report's WiFi cases over the calibrated air ({AIR}: phy_rate {doc['phy_rate']}, "
              "from the report's 43 Mbit/s of UDP)", "",
              f"`python benchmarks/medium_cases_bench.py --repeats {doc['repeats']} --seconds {doc['seconds']:g}`, "
-             f"{doc['date']}; device time. The wire column is the stored `reproduce openmv-n6` "
-             "(reproduce-openmv-n6.json: the 43 Mbit/s wire preset).", "",
-             "| case | report | on the wire (stored) | on the air: median (runs) | air: from the report | verdict "
-             "| RTT ms |",
+             f"{doc['date']}; device time. The wire is `{WIRE}` (43 Mbit/s each way, the same RTT).", "",
+             "| case | report | on the wire: median (runs) | on the air: median (runs) | air: from the report "
+             "| air: verdict | air: RTT ms |",
              "|---|---:|---:|---:|---|---|---:|"]
     for row in doc["rows"]:
         figure = row["report_mbps"]
         figures = [] if figure is None else figure if isinstance(figure, list) else [figure]
         shown = "-".join(f"{x:g}" for x in figures) or "-"
         runs = ", ".join(f"{x:.2f}" for x in row["air"]["runs_mbps"])
+        wire = ", ".join(f"{x:.2f}" for x in row["wire"]["runs_mbps"])
         rtt = statistics.median(x for x in row["air"]["rtt_ms"] if x is not None)
         verdicts = ", ".join(sorted(set(row["air"]["verdicts"])))
-        lines.append(f"| {row['case']} | {shown} | {row['wire_mbps']} | {row['air']['median_mbps']:.2f} ({runs}) | "
+        lines.append(f"| {row['case']} | {shown} | {row['wire']['median_mbps']:.2f} ({wire}) | "
+                     f"{row['air']['median_mbps']:.2f} ({runs}) | "
                      f"{distance(row['air']['median_mbps'], figure)} | {verdicts} | {rtt:.2f} |")
     return "\n".join(lines) + "\n"
 
@@ -95,14 +96,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
     report = load_report(REPORT)
-    stored = {c["case"]: c for c in json.loads((RESULTS / f"reproduce-{REPORT}.json").read_text())["cases"]}
     tree = lwip_tree()
     specs = [c for c in report["cases"] if c["link"] == "wifi"]
     rows = []
     for spec in specs:
         setup = case_setup(report, spec, args.seconds, TimeChoice("device"))
         row = {"case": spec["case"], "report_mbps": spec.get("report_mbps"),
-               "wire_mbps": stored[spec["case"]]["median_mbps"], "air": run_case(setup, tree, args.repeats)}
+               "wire": run_case(setup, WIRE, tree, args.repeats), "air": run_case(setup, AIR, tree, args.repeats)}
         print(json.dumps(row), flush=True)
         rows.append(row)
     doc = {"report": REPORT, "phy_rate": case_setup(report, specs[0], None, TimeChoice("device")).platform.links[AIR][

@@ -1,8 +1,8 @@
-"""Benchmark of `netrepro sweep`: TCP_WND from 4 to 32 x MSS on openmv-n6 over wifi, at 1 and at 2 runs at once.
+"""Benchmark of `netrepro sweep`: TCP_WND from 4 to 32 x MSS on openmv-n6 over wifi-wire (the WiFi as a 43 Mbit/s wire), at 1 and at 2 runs at once.
 
 Run: python benchmarks/sweep_bench.py [--seconds S] [--windows 4,8,...] [--workload rx]
 
-Each sweep runs as the command does (mp-n6-after's options with TCP_WND swept, the wifi preset,
+Each sweep runs as the command does (mp-n6-after's options with TCP_WND swept, the wifi-wire preset,
 device time) on a local Ray instance started for it. For each point it records the goodput the
 capture shows (its timestamps are the link's, which follows the board's clock), iperf's own
 figure beside it, the bound min(the link's payload rate, TCP_WND / RTT) with the RTT the capture
@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/sweep-bench"))
     args = parser.parse_args()
     windows = [int(w) for w in args.windows.split(",")]
-    spec = SweepSpec("openmv-n6", (Axis("TCP_WND", tuple(f"{w}*TCP_MSS" for w in windows)),), links=("wifi",),
+    spec = SweepSpec("openmv-n6", (Axis("TCP_WND", tuple(f"{w}*TCP_MSS" for w in windows)),), links=("wifi-wire",),
                      lwip="mp-n6-after", workload=Workload(args.workload, seconds=args.seconds))
     out = args.out.resolve() / time.strftime("%Y%m%d-%H%M%S")
     prebuild(spec)
@@ -92,7 +92,7 @@ def main() -> int:
                      "off_parallel_iperf": round(i2 / i1 - 1, 4) if i1 and i2 else None,
                      "verdict": p1["analysis"].get("verdict"),
                      "effective_d": [_effective_d(p1), _effective_d(p2)]})
-    document = {"platform": "openmv-n6", "profile": "mp-n6-after", "link": "wifi", "workload": args.workload,
+    document = {"platform": "openmv-n6", "profile": "mp-n6-after", "link": "wifi-wire", "workload": args.workload,
                 "seconds": args.seconds, "cpus": os.cpu_count(), "wall_s": {"1": runs[1][1], "2": runs[2][1]},
                 "points": rows, "folder": str(out), "planned_d": _planned_d(runs[1][0][0]),
                 "within_bound": all(r["off_bound"] is not None and abs(r["off_bound"]) <= BOUND_BAND for r in rows),

@@ -1,4 +1,4 @@
-"""Benchmark of `netrepro tune`: openmv-rt1060 over wifi, sock-rx, within mp-rt1060-after's lwIP RAM.
+"""Benchmark of `netrepro tune`: openmv-rt1060 over wifi-wire, sock-rx, within mp-rt1060-after's lwIP RAM.
 
 Run: python benchmarks/tune_bench.py [--trials N] [--seconds S] [--jobs J]
 
@@ -31,7 +31,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "tune-bench")
     args = parser.parse_args()
-    command = ["tune", "openmv-rt1060", "--link", "wifi", "--workload", "sock-rx", "--chunk", "512",
+    command = ["tune", "openmv-rt1060", "--link", "wifi-wire", "--workload", "sock-rx", "--chunk", "512",
                "--ram-budget", "mp-rt1060-after", "--trials", str(args.trials), "--seconds", f"{args.seconds:g}",
                "--jobs", str(args.jobs), "--out", str(args.out), "--json"]
     started = time.monotonic()
@@ -60,7 +60,7 @@ def markdown(doc: dict, command: str, wall: float, jobs: int) -> str:
     best = trials.get(doc["best"]) if doc["best"] is not None else None
     marks = {m["label"]: m for m in doc["compared"]}
     after = marks.get("mp-rt1060-after", {})
-    lines = [f"# tune: openmv-rt1060 over wifi, sock-rx, within mp-rt1060-after's lwIP RAM ({doc['budget']} B)", "",
+    lines = [f"# tune: openmv-rt1060 over wifi-wire, sock-rx, within mp-rt1060-after's lwIP RAM ({doc['budget']} B)", "",
              f"`{command}`, {jobs} run{'s' if jobs != 1 else ''} at once on a local Ray instance (this shared "
              "2-core machine), device time.", "",
              f"- trials: {len(ran)} run, {len(doc['trials']) - len(ran)} pruned (do not compile, or over the budget); "

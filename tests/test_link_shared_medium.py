@@ -2,9 +2,10 @@
 aggregating frames, with block acks, fair turns and MAC retries (synthetic frames, real sockets).
 
 A turn lasts access (SIFS + aifsn slots + cwmin/2 slots) + preamble + its A-MPDU's bits at phy_rate
-+ signal extension + SIFS + block ack + signal extension; `turn_s` below writes it out again, so
-that the link's arithmetic is checked against an independent copy, exactly through the airtime
-counters and within tolerances on the wall clock.
++ signal extension + SIFS + block ack + signal extension; `turn_s` (harness/link/air.py, what the
+analysis uses for the air's capacity) writes it out again in Python, so that the link's C arithmetic
+is checked against an independent copy, exactly through the airtime counters and within tolerances
+on the wall clock.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.errors import NetreproError
 from harness.core.ethernet import wire_bytes
 from harness.link import LinkSpec, read_drops, read_pcap
+from harness.link.air import air_bytes, frames_per_turn, saturated_rate_bps, turn_s
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
@@ -37,21 +40,6 @@ def root():
 
 def shared(**settings) -> LinkSpec:
     return LinkSpec.from_preset({"medium": "shared", **settings})
-
-
-def air_bytes(spec: LinkSpec, size: int) -> int:
-    """An Ethernet frame of `size` bytes as an A-MPDU subframe: plus the MPDU's overhead, padded to 4 bytes."""
-    return -(-(size + spec.mpdu_overhead_bytes) // 4) * 4
-
-
-def access_s(spec: LinkSpec) -> float:
-    return spec.sifs_s + spec.aifsn * spec.slot_s + spec.cwmin / 2 * spec.slot_s
-
-
-def turn_s(spec: LinkSpec, sizes: list[int]) -> float:
-    """One turn carrying frames of these sizes: channel access, the PPDU, the block ack."""
-    ppdu = spec.preamble_s + sum(air_bytes(spec, n) for n in sizes) * 8 / spec.phy_rate_bps + spec.signal_ext_s
-    return access_s(spec) + ppdu + spec.sifs_s + spec.blockack_s + spec.signal_ext_s
 
 
 def bursts(got: list[tuple[int, bytes]], gap_ns: float) -> list[list[int]]:
@@ -176,6 +164,9 @@ def test_aggregation_limits(root, limit, per_turn):
     c = counters.to_peer
     assert c.txops == 4  # count / per_turn: no turn carried more than the limit, none fewer
     assert c.airtime_s == pytest.approx(4 * turn_s(spec, [1000] * per_turn), abs=1e-8)
+    # the air's capacity the analysis takes as the link's rate: what these full turns carried, in their time
+    assert frames_per_turn(spec, 1000) == per_turn
+    assert saturated_rate_bps(spec, 1000) == pytest.approx(count * wire_bytes(1000) * 8 / c.airtime_s, rel=1e-6)
     firsts = [got[j * per_turn][0] for j in range(4)]
     assert statistics.median(b_ - a for a, b_ in itertools.pairwise(firsts)) == pytest.approx(
         turn_s(spec, [1000] * per_turn) * 1e9, rel=0.10)
@@ -309,3 +300,14 @@ def test_the_wire_ignores_the_mediums_settings(root):
     assert counters.medium == "wire" and counters.txops_per_s == 0 and counters.to_peer.txops == 0
     raw = json.loads(b.link.stats_path.read_text())
     assert "medium" not in raw and "airtime_s" not in raw["to_peer"] and "air" not in raw["to_peer"]["dropped"]
+
+
+def test_a_wire_setting_on_the_shared_medium_is_one_clear_error():
+    air = shared(rtt="5ms")
+    for build in (lambda: air.override(rate="20mbit"), lambda: air.override(burst_to_peer="3000"),
+                  lambda: LinkSpec.from_preset({"medium": "shared", "rate": "43mbit"})):
+        with pytest.raises(NetreproError, match=r"does not apply on the shared medium: its phy_rate does.*wifi-wire"):
+            build()
+    assert air.override(phy_rate="20mbit").phy_rate_bps == 20_000_000
+    # the NIC's own wire still caps what the board puts out (RunPlan's sent_through_wire), whatever the medium
+    assert air.sent_through_wire(100_000_000).to_peer.rate_bps == 100_000_000

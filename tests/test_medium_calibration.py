@@ -67,7 +67,7 @@ def test_goodput_counts_the_bytes_after_the_first_datagram_over_the_time_between
 
 
 def test_the_preset_moves_onto_the_shared_medium_keeping_its_rtt(n6):
-    spec = shared_spec(n6, "wifi")
+    spec = shared_spec(n6, "wifi-wire")
     assert spec.medium == "shared" and spec.rtt_s == pytest.approx(0.0055)
     assert spec.to_device.rate_bps == 0  # the wire's rate does not apply on the air
 
@@ -98,8 +98,8 @@ def test_the_calibrated_medium_carries_the_target_through_the_link(n6):
 
 @pytest.mark.real
 def test_udp_through_the_board_over_the_calibrated_n6_medium_is_43_mbit(n6, tree, tmp_path, no_leftovers):
-    """The preset as calibrate-medium recorded it (platforms/openmv-n6.toml, links.wifi-air)."""
-    spec = LinkSpec.from_preset(n6.link_preset("wifi-air"))
+    """The preset as calibrate-medium recorded it (platforms/openmv-n6.toml, links.wifi)."""
+    spec = LinkSpec.from_preset(n6.link_preset("wifi"))
     assert spec.medium == "shared" and spec.phy_rate_bps != LinkSpec().phy_rate_bps  # calibrated, not the default
     plan = RunPlan(n6, Configuration().build(n6, tree), spec, Workload("udp-rx", seconds=3),
                    time=n6.time(TimeChoice("device")))
@@ -110,31 +110,31 @@ def test_udp_through_the_board_over_the_calibrated_n6_medium_is_43_mbit(n6, tree
 def test_recording_writes_the_rate_into_the_preset_and_the_entry_into_the_report(n6, tmp_path):
     platform = dataclasses.replace(n6, path=tmp_path / "openmv-n6.toml")
     platform.path.write_text(n6.path.read_text())
-    record_phy_rate(platform, "wifi-air", 46_620_000)
+    record_phy_rate(platform, "wifi", 46_620_000)
     again = load_platform(str(platform.path))
-    assert again.links["wifi-air"]["phy_rate"] == "46.620mbit" and again.links["wifi"] == n6.links["wifi"]
-    assert LinkSpec.from_preset(again.link_preset("wifi-air")).phy_rate_bps == 46_620_000
-    with pytest.raises(NetreproError, match=r"\[links.wifi\] has no medium = \"shared\""):
-        record_phy_rate(platform, "wifi", 46_620_000)  # a wire preset has nothing to calibrate
+    assert again.links["wifi"]["phy_rate"] == "46.620mbit" and again.links["wifi-wire"] == n6.links["wifi-wire"]
+    assert LinkSpec.from_preset(again.link_preset("wifi")).phy_rate_bps == 46_620_000
+    with pytest.raises(NetreproError, match=r"\[links.wifi-wire\] has no medium = \"shared\""):
+        record_phy_rate(platform, "wifi-wire", 46_620_000)  # a wire preset has nothing to calibrate
     calibration = MediumCalibration(43e6, 46_620_000, 42.99e6, [(65_000_000, 59.95e6), (46_620_000, 42.99e6)],
-                                    "openmv-n6", "wifi-air")
+                                    "openmv-n6", "wifi")
     report = tmp_path / "r.toml"
     report.write_text('report = "r"\n\n[[inputs]]\nname = "other"\nvalue = 1\nprovenance = "report"\nsource = "s"\n')
     record_input(report, calibration.input_toml("PR: 43 of UDP"))
     record_input(report, replace(calibration, phy_rate_bps=46_000_000).input_toml("PR: 43 of UDP"))  # replaces
     inputs = tomllib.loads(report.read_text())["inputs"]
-    assert [i["name"] for i in inputs] == ["other", "wifi-air UDP goodput (calibrates the shared medium)"]
+    assert [i["name"] for i in inputs] == ["other", "wifi UDP goodput (calibrates the shared medium)"]
     check_input(inputs[1], set())
     assert inputs[1]["calibrated"]["phy_rate"] == "46.000mbit" and inputs[1]["value"] == 43
-    assert inputs[1]["sets"] == "platforms/openmv-n6.toml: links.wifi-air.phy_rate"
+    assert inputs[1]["sets"] == "platforms/openmv-n6.toml: links.wifi.phy_rate"
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--link", "ethernet", "--udp", "43mbit", "--record", "openmv-n6"], r"\[links.ethernet\] has no medium"),
     (["--link", "lte", "--udp", "43mbit"], "no link preset 'lte'"),
-    (["--link", "wifi-air", "--udp", "0"], "the UDP target must be positive"),
-    (["--link", "wifi-air", "--udp", "43mbit", "--record", "nope"], "unknown report 'nope'"),
-    (["--link", "wifi-air", "--udp", "43mbit", "--seconds", "0"], "must be positive"),
+    (["--link", "wifi", "--udp", "0"], "the UDP target must be positive"),
+    (["--link", "wifi", "--udp", "43mbit", "--record", "nope"], "unknown report 'nope'"),
+    (["--link", "wifi", "--udp", "43mbit", "--seconds", "0"], "must be positive"),
 ])
 def test_bad_input_is_one_line_and_changes_no_file(args, message):
     before = [p.read_text() for p in (ROOT / "platforms" / "openmv-n6.toml", ROOT / "reports" / "openmv-n6.toml")]

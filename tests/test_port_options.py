@@ -230,7 +230,8 @@ def test_a_ports_source_file_completes_the_build_and_its_locking_is_stood_in(n6,
 
 
 def test_cli_boot_json_shows_the_options_the_stand_ins_the_warnings_and_the_apps(n6, tree, port):
-    cli = netrepro_cli("boot", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h", "--json", timeout=300)
+    cli = netrepro_cli("boot", "openmv-n6", "--lwip", str(port), "--stub-header", "py/mpconfig.h", "--json",
+                       timeout=300)
     assert cli.returncode == 0, cli.stderr
     result = json.loads(cli.stdout)
     assert result["profile"] == "lwip_inc" and result["options"]["TCP_WND"] == 4 * MSS

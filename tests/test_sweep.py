@@ -76,7 +76,7 @@ def test_the_grid_is_every_combination_the_first_option_slowest_times_every_link
 
 
 def test_a_link_point_is_the_preset_with_its_rtt_and_rate(n6):
-    link = LinkPoint("wifi", rtt="10ms", rate="20mbit").spec(n6)
+    link = LinkPoint("wifi-wire", rtt="10ms", rate="20mbit").spec(n6)
     assert link.as_dict()["rtt_s"] == pytest.approx(0.010)
     assert LinkPoint("wifi").spec(n6).as_dict()["rtt_s"] == pytest.approx(0.0055)
 

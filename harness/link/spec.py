@@ -28,6 +28,7 @@ _DELAY = SETTING["delay"]
 _PRESET_NOTES = ("description", "note")  # words for people in a preset, not settings
 _OVERRIDES = {key: (setting, way) for key, setting, way in override_keys()}
 _WORDS = sorted(key for key, (_, way) in _OVERRIDES.items() if way is None)  # both ways, and link-wide
+_WIRE_ONLY = ("rate", "burst")  # a wire's line each way: on the shared medium the air's phy_rate sets the pace
 _PRESET_KEYS = sorted([_RTT, *WAYS, *_PRESET_NOTES, *_WORDS])
 _WAY_KEYS = sorted(s.name for s in DIRECTION_SETTINGS if s.user)
 
@@ -207,8 +208,13 @@ class _LinkSpecMethods:
                 raise NetreproError("the link's rtt and delay are both given", "give one of them")
             rtt = parse_time(*changes[_RTT])
             dev[_DELAY.field], peer[_DELAY.field] = _split_rtt(rtt, dev.get(_DELAY.field), peer.get(_DELAY.field))
-        return dataclasses.replace(self, to_device=dataclasses.replace(self.to_device, **dev),
-                                   to_peer=dataclasses.replace(self.to_peer, **peer), **link)
+        changed = dataclasses.replace(self, to_device=dataclasses.replace(self.to_device, **dev),
+                                      to_peer=dataclasses.replace(self.to_peer, **peer), **link)
+        wire_only = [key for key in changes if key in _OVERRIDES and _OVERRIDES[key][0].name in _WIRE_ONLY]
+        if changed.medium == "shared" and wire_only:
+            raise NetreproError(f"the link's {wire_only[0]} does not apply on the shared medium: its phy_rate does",
+                                "set phy_rate, or use a wire preset (e.g. wifi-wire)")
+        return changed
 
     def paced_to_device(self, rate_bps: int, burst_frames: int) -> Any:
         """The same link, handing frames to the device no faster than its NIC's wire takes them."""
