@@ -2,6 +2,7 @@
 
     python benchmarks/sensitivity_bench.py openmv-rt1060 [--repeats 1] [--plan]
     python benchmarks/sensitivity_bench.py xbox --seconds 4 [--baseline-repeats 1]
+    python benchmarks/sensitivity_bench.py openmv-n6 --input "wifi aggregation limit (A-MPDU frames)" [--input ...]
 
 The baseline is benchmarks/results/reproduce-<report>.json (the last reproduction on this machine,
 the one the README's table shows): each case that depends on an assumed input runs again with that
@@ -40,6 +41,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None,
                         help="board seconds a run (default: the report's), with a baseline reproduction of that length")
     parser.add_argument("--baseline-repeats", type=int, default=1, help="runs a case of that baseline (default 1)")
+    parser.add_argument("--input", action="append", default=None,
+                        help="vary only this assumed input (repeatable; default: every one)")
     args = parser.parse_args()
     stored = json.loads((RESULTS / f"reproduce-{args.report}.json").read_text())
     choice = TimeChoice(stored.get("time") or "device")
@@ -61,7 +64,7 @@ def main() -> None:
             source = (f"a reproduction made first at {args.seconds:g} board seconds a run, "
                       f"{args.baseline_repeats} run{'s' if args.baseline_repeats != 1 else ''} a case")
         found = sensitivity(args.report, baseline, repeats=args.repeats, seconds=args.seconds,
-                            progress=Progress(), time=choice)
+                            progress=Progress(), time=choice, inputs=args.input)
     wall = time.monotonic() - start
     length = f"{args.seconds:g}" if args.seconds is not None else "the report's"
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
@@ -71,7 +74,8 @@ def main() -> None:
         indent=2) + "\n")
     (RESULTS / f"sensitivity-{args.report}.txt").write_text(
         f"netrepro sensitivity {args.report} ({stamp}, {wall / 60:.1f} min on this machine; runs of "
-        f"{length} board seconds; baseline: {source})\n\n"
+        f"{length} board seconds; baseline: {source}"
+        f"{'; inputs varied: ' + ', '.join(args.input) if args.input else ''})\n\n"
         f"{format_sensitivity(found)}\n")
     print(format_sensitivity(found))
 

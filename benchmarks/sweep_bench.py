@@ -1,4 +1,6 @@
-"""Benchmark of `netrepro sweep`: TCP_WND from 4 to 32 x MSS on openmv-n6 over wifi-wire (the WiFi as a 43 Mbit/s wire), at 1 and at 2 runs at once.
+"""Benchmark of `netrepro sweep`: TCP_WND 4..32 x MSS on openmv-n6 over wifi-wire, at 1 and at 2 runs at once.
+
+The link is the WiFi as a 43 Mbit/s wire (`wifi-wire`), on which min(rate, TCP_WND / RTT) is the bound.
 
 Run: python benchmarks/sweep_bench.py [--seconds S] [--windows 4,8,...] [--workload rx]
 

@@ -60,7 +60,8 @@ def markdown(doc: dict, command: str, wall: float, jobs: int) -> str:
     best = trials.get(doc["best"]) if doc["best"] is not None else None
     marks = {m["label"]: m for m in doc["compared"]}
     after = marks.get("mp-rt1060-after", {})
-    lines = [f"# tune: openmv-rt1060 over wifi-wire, sock-rx, within mp-rt1060-after's lwIP RAM ({doc['budget']} B)", "",
+    lines = [f"# tune: openmv-rt1060 over wifi-wire, sock-rx, within mp-rt1060-after's lwIP RAM "
+             f"({doc['budget']} B)", "",
              f"`{command}`, {jobs} run{'s' if jobs != 1 else ''} at once on a local Ray instance (this shared "
              "2-core machine), device time.", "",
              f"- trials: {len(ran)} run, {len(doc['trials']) - len(ran)} pruned (do not compile, or over the budget); "

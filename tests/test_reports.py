@@ -42,8 +42,11 @@ def test_n6_wifi_window_before_and_after(netrepro):
     assert after["verdict"] == "link-limited" or after["median_mbps"] >= 0.85 * 35, claim(after)
     tx_before, tx_after = found["wifi tx before"]["median_mbps"], found["wifi tx after"]["median_mbps"]
     assert abs(tx_after - tx_before) <= 0.15 * tx_before, f"TX {tx_before} -> {tx_after} Mbit/s"
-    # the report's figures: 31 before (agrees within the report's 15 % band), 35-39 after
-    assert before["agrees"] is True and after["agrees"] is True, (claim(before), claim(after))
+    # the report's figures over the shared medium: 35-39 after agrees within the report's 15 % band; 31 before
+    # does not (~23): the report's 5-6 ms RTT was measured on that air and the medium's turns add to it, so
+    # part of the air's cost counts twice (README, R1). The table says "no"; this pins it.
+    assert after["agrees"] is True, claim(after)
+    assert before["agrees"] is False and before["median_mbps"] < 0.85 * 31, claim(before)
     assert all(c["claim_result"] in ("holds", None) for c in found.values()), [claim(c) for c in found.values()]
 
 

@@ -535,3 +535,18 @@ def test_dataclass_setups_are_not_shared_across_changes():
     apply(setup, Target("link", "xbox", "rate", "ethernet"), "10mbit")
     apply(setup, Target("nic", "xbox", "rx_burst_frames"), 1)
     assert setup.platform.links == before.platform.links and setup.platform.nic == load_platform("xbox").nic
+
+
+def test_a_study_may_vary_only_some_inputs(tmp_path):
+    calls = []
+
+    def execute(setup: Setup, run_dir: Path) -> RunResult:
+        calls.append((setup.case, setup.link_spec().agg_frames))
+        return fake_n6(setup, run_dir)
+
+    found = sensitivity("openmv-n6", _n6_document(tmp_path), time=DEVICE, execute=execute,
+                        inputs=["wifi aggregation limit (A-MPDU frames)"])
+    assert [i["name"] for i in found["inputs"]] == ["wifi aggregation limit (A-MPDU frames)"]
+    assert calls == [(case, 8) for case in ("wifi rx before", "wifi rx after", "wifi tx before", "wifi tx after")]
+    with pytest.raises(NetreproError, match="'wifi rate' is not an assumed input of openmv-n6 that netrepro varies"):
+        sensitivity("openmv-n6", _n6_document(tmp_path), time=DEVICE, execute=execute, inputs=["wifi rate"])

@@ -351,9 +351,11 @@ class Context:
 
 def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: float | None = None,
                 progress: Progress | None = None, lwip_tree_path: str | None = None,
-                time: TimeChoice | None = None, execute: Execute | None = None) -> dict[str, Any]:
+                time: TimeChoice | None = None, execute: Execute | None = None,
+                inputs: list[str] | None = None) -> dict[str, Any]:
     """Rerun the reproduction's cases with each assumed input at each end of its range (`document`: what
-    reproduce returned, the baseline); writes sensitivity.json and sensitivity.txt into its top folder."""
+    reproduce returned, the baseline; `inputs`: only the assumed inputs of these names); writes
+    sensitivity.json and sensitivity.txt into its top folder."""
     if repeats < 1:
         raise NetreproError(f"--sensitivity-repeats {repeats} is not a positive number of runs", "give 1 or more")
     time, progress = time or TimeChoice(), progress or Progress(quiet=True)
@@ -362,6 +364,13 @@ def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: 
                             "vary the inputs in the time the baseline ran in")
     report, baseline = load_report(name), {c["case"]: c for c in document["cases"]}
     varied, not_varied = plan_inputs(report, name, time, list(baseline))
+    if inputs is not None:
+        known = [v.name for v in varied]
+        unknown = [n for n in inputs if n not in known]
+        if unknown:
+            raise NetreproError(f"'{unknown[0]}' is not an assumed input of {name} that netrepro varies",
+                                f"use one of: {', '.join(known)}")
+        varied = [v for v in varied if v.name in inputs]
     root = Path(document["run_dir"])
     progress.step(f"sensitivity: {len(varied)} assumed input{'s' if len(varied) != 1 else ''} to vary, up to "
                   f"{planned_runs(varied, report, list(baseline)) * repeats} runs ({len(not_varied)} not varied)")
