@@ -10,7 +10,8 @@ input at the low end of its plausible range, then at the high end, exactly as
 `./netrepro reproduce REPORT --sensitivity` does after its own reproduction (which it would repeat).
 With --seconds the runs are that long instead of the report's, and the baseline is a reproduction of
 the same length made first (the stored one's runs are longer), so every figure compares like with like.
-Writes benchmarks/results/sensitivity-<report>.json and .txt; `--plan` only prints what would run.
+Writes benchmarks/results/sensitivity-<report>.json and .txt (with --input: sensitivity-<report>-some, or
+--name); `--plan` only prints what would run.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def main() -> None:
     parser.add_argument("--baseline-repeats", type=int, default=1, help="runs a case of that baseline (default 1)")
     parser.add_argument("--input", action="append", default=None,
                         help="vary only this assumed input (repeatable; default: every one)")
+    parser.add_argument("--name", default=None,
+                        help="results file name (default sensitivity-REPORT, with --input sensitivity-REPORT-some)")
     args = parser.parse_args()
     stored = json.loads((RESULTS / f"reproduce-{args.report}.json").read_text())
     choice = TimeChoice(stored.get("time") or "device")
@@ -69,10 +72,11 @@ def main() -> None:
     length = f"{args.seconds:g}" if args.seconds is not None else "the report's"
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"sensitivity-{args.report}.json").write_text(json.dumps(
+    name = args.name or f"sensitivity-{args.report}" + ("-some" if args.input else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(
         {"date": stamp, "wall_seconds": round(wall, 1), "seconds": args.seconds, "baseline": source, **found},
         indent=2) + "\n")
-    (RESULTS / f"sensitivity-{args.report}.txt").write_text(
+    (RESULTS / f"{name}.txt").write_text(
         f"netrepro sensitivity {args.report} ({stamp}, {wall / 60:.1f} min on this machine; runs of "
         f"{length} board seconds; baseline: {source}"
         f"{'; inputs varied: ' + ', '.join(args.input) if args.input else ''})\n\n"

