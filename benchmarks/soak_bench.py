@@ -3,7 +3,8 @@
 Run: python benchmarks/soak_bench.py [--minutes M] [--platforms P ...] [--time device|host]
 
 Each platform's default profile runs the rx workload (iperf2 from the peer) for M minutes of the board's time
-over its `wifi-wire` preset (the WiFi as a wire) at --rate with 1 % loss each way, 2 ms of jitter and reordering on, the capture
+over its `wifi-wire` preset (the WiFi as a wire) at --rate with 1 % loss each way, 2 ms of jitter and
+reordering on, the capture
 keeping 128 bytes of each frame (so a long soak's capture stays small; the byte accounting reads lengths
 from the IP headers). The run's own end checks are the verdict: the board answers its console and a ping,
 the peer's, the capture's and the board's byte counts agree, and the leak check is clean.

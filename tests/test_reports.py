@@ -10,6 +10,7 @@ the report's table says FAILS, and the README says why.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,14 @@ def cases(netrepro, report, names, repeats=1, seconds=3.0):
     for case in found.values():
         assert case["median_mbps"] is not None, f"{case['case']} failed: {case['error']}"
     return found
+
+
+def err_mem_waits(case) -> int:
+    """The socket benchmark's ERR_MEM waits in the case's (only) run, from the board's console."""
+    (run_dir,) = case["run_dirs"]
+    found = re.findall(r"^SOCK dir=tx .* err_mem_waits=(\d+)", (Path(run_dir) / "console.log").read_text(), re.M)
+    assert found, f"no SOCK line in {run_dir}/console.log"
+    return int(found[-1])
 
 
 def claim(case):
@@ -72,15 +81,24 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
     # their own, so the stored run says FAILS (README, R2). This pins the band the air gives.
     assert 1.15 * rx_before["median_mbps"] <= rx_after["median_mbps"] < 1.42 * rx_before["median_mbps"], \
         f"{claim(rx_before)} / {claim(rx_after)}"
-    # TX: the report's "3.5x faster" (claim >= 2x) needs the 8000 B heap to run out before the
-    # change, which the LAN9118 stand-in's driver (it frees each TX buffer at once) does not make it
-    # do: TX before is send-buffer-limited, and the larger send buffer alone is worth 8760/6400 =
-    # 1.37x. The table says FAILS for the claim; the test pins what the stand-in does.
+    # TX: the report's "3.5x faster" (claim >= 2x) needs the 8000 B heap to run out before the change
+    # (lwIP's ERR_MEM, MicroPython's 50 ms sleeps). On this stand-in TX before is bistable: the LAN9118's
+    # driver frees each TX buffer at once, so mostly the heap holds and the send buffer is the limit
+    # (1.2-2x, the claim FAILS, as in the stored run's median), and sometimes it runs out (one run of three
+    # in the stored reproduction over the air). The test pins both states by their cause, the board's
+    # own count of ERR_MEM waits.
     tx_before, tx_after = found["wifi tx before"], found["wifi tx after"]
-    assert tx_before["verdict"] == "send-buffer-limited", claim(tx_before)
-    assert 1.2 * tx_before["median_mbps"] <= tx_after["median_mbps"] < 2.0 * tx_before["median_mbps"], \
-        f"{claim(tx_before)} / {claim(tx_after)}"
-    assert tx_after["claim_result"] == "fails", claim(tx_after)
+    assert tx_before["verdict"] in ("send-buffer-limited", "sender-limited"), claim(tx_before)
+    ratio = tx_after["median_mbps"] / tx_before["median_mbps"]
+    if err_mem_waits(tx_before) == 0:
+        assert tx_before["verdict"] == "send-buffer-limited", claim(tx_before)
+        # send buffers 8760 / 6400 = 1.37x, less the longer RTT the larger one's turns make on the air (1.14-1.23x
+        # measured, 1.31x on the wire): faster, and short of the claim
+        assert 1.05 <= ratio < 2.0 and tx_after["claim_result"] == "fails", f"{claim(tx_before)} / {claim(tx_after)}"
+    else:  # the heap ran out: below what its 6400 B send buffer carries in an RTT
+        assert tx_before["median_mbps"] < 0.9 * 6400 * 8 / tx_before["rtt_ms"] / 1e3, claim(tx_before)
+        assert ratio >= 1.05, f"{claim(tx_before)} / {claim(tx_after)}"
+    assert err_mem_waits(tx_after) == 0, claim(tx_after)  # the 13 KiB heap holds
     assert tx_after["agrees"] is True, claim(tx_after)  # 22.2 in the report
 
 

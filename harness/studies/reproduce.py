@@ -372,7 +372,8 @@ def _table(document: dict[str, Any], band: float) -> list[str]:
     cases, unit = document["cases"], document.get("unit", "Mbit/s")
     width = max([22, *(len(c["case"]) + 1 for c in cases)])
     unit_head = f" {'report ' + unit:>13} {'netrepro ' + unit:>15}" if _in_unit(document) else ""
-    link_width = max(len(_link_text(c)) for c in cases) + 1
+    # as wide as "ethernet (wire)" and one more at least, so a table of some cases lines up with the whole report's
+    link_width = max([18, *(len(_link_text(c)) + 1 for c in cases)])
     header = (f"{'case':<{width}}{'link':<{link_width}}{unit_head} {'report':>9} {_NETREPRO_HEAD:>34} {'delta %':>8} "
               f"{'within ' + percent(band):>11} {'bound':>7} {'MSS':>5} {'window':>7} {'cpu %':>6} {'us/seg':>7}  "
               f"{'verdict':<20} mechanisms")
