@@ -214,7 +214,7 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
         return dataclasses.replace(setup, platform=dataclasses.replace(platform, links=links))
     if target.kind == "air":
         platform, preset = setup.platform, str(target.link)
-        links = {**platform.links, preset: air_preset(platform.links[preset], target.key, value)}
+        links = {**platform.links, preset: air_preset(platform, preset, target.key, value)}
         return dataclasses.replace(setup, platform=dataclasses.replace(platform, links=links))
     if target.kind == "nic":
         held = {key: nic_value(setup.platform.nic, key) for key in NIC_KEYS}  # the other key stays as run
@@ -226,16 +226,16 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
     return dataclasses.replace(setup, workload=dataclasses.replace(setup.workload, chunk=int(value)))
 
 
-def air_preset(preset: dict[str, Any], key: str, value: str | int | float) -> dict[str, Any]:
+def air_preset(platform: Platform, preset: str, key: str, value: str | int | float) -> dict[str, Any]:
     """A shared-medium preset with one input changed and its PHY rate found again: for phy_rate the input is
     the UDP goodput the air carries; for the others, the goodput stays the preset's (the report's UDP figure)."""
-    spec = LinkSpec.from_preset({k: v for k, v in preset.items() if k != "note"})
+    spec = LinkSpec.from_preset(platform.link_preset(preset))
     if key == "phy_rate":
         goodput, changed = float(parse_rate(value)), {}
     else:
         goodput, changed = udp_goodput_bps(spec, FRAME, UDP_PAYLOAD), {key: value}
     phy = phy_rate_for(spec.override(**changed), goodput, FRAME, UDP_PAYLOAD)
-    return {**preset, **changed, "phy_rate": f"{phy / 1e6:.3f}mbit"}
+    return {**platform.links[preset], **changed, "phy_rate": f"{phy / 1e6:.3f}mbit"}
 
 
 def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> bool:
@@ -295,9 +295,9 @@ def _shown(target: Target, settings: dict[str, Any], platform: Platform | None) 
     if target.kind == "cpu" and platform is not None and platform.cpu is not None:
         return {end: f"mips {platform.cpu.clock_mhz * settings[end]:g}" for end in ENDS}
     if target.kind == "air" and platform is not None:
-        preset = platform.links[str(target.link)]
         return {end: f"{target.key if target.key != 'phy_rate' else 'UDP'} {settings[end]}, phy_rate "
-                     f"{air_preset(preset, target.key, settings[end])['phy_rate']}" for end in ENDS}
+                     f"{air_preset(platform, str(target.link), target.key, settings[end])['phy_rate']}"
+                for end in ENDS}
     return {end: str(settings[end]) for end in ENDS}
 
 
