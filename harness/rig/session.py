@@ -137,17 +137,21 @@ class Session:
             return self.time
         return replace(self.time, dilation=(now.wall_s - mark.wall_s) / (now.board_s - mark.board_s))
 
-    def alive(self, timeout: float = 5.0) -> dict[str, bool]:
-        """Whether the board still answers its console and a ping from the peer (a soak's end)."""
+    def alive(self, pings: int = 5, timeout: float = 2.0) -> dict[str, bool]:
+        """Whether the board still answers its console and a ping from the peer (a soak's end).
+
+        The ping crosses the run's own link, which loses frames on purpose (a soak's `--loss`), so one
+        lost echo or ARP exchange must not read as a dead board: up to `pings` echoes, the first answer wins."""
         console = True
         try:
             assert self.console is not None
             self.console.uptime_ms()
         except (NetreproError, AssertionError):
             console = False
-        ping = self.namespace is not None and self.namespace.run(
-            ["ping", "-c", "1", "-W", f"{max(1, round(timeout))}", self.addresses.device],
-            timeout=timeout + 5, check=False).returncode == 0
+        ping = self.namespace is not None and any(
+            self.namespace.run(["ping", "-c", "1", "-W", f"{max(1, round(timeout))}", self.addresses.device],
+                               timeout=timeout + 5, check=False).returncode == 0
+            for _ in range(pings))
         return {"console": console, "ping": ping}
 
     def close(self) -> None:
