@@ -148,11 +148,13 @@ class Session:
             self.console.uptime_ms()
         except (NetreproError, AssertionError):
             console = False
-        ping = self.namespace is not None and any(
-            self.namespace.run(["ping", "-c", "1", "-W", f"{max(1, round(timeout))}", self.addresses.device],
-                               timeout=timeout + 5, check=False).returncode == 0
-            for _ in range(pings))
-        return {"console": console, "ping": ping}
+        return {"console": console, "ping": any(self.ping(timeout) for _ in range(pings))}
+
+    def ping(self, timeout: float = 2.0) -> bool:
+        """One echo from the peer to the board; answered or not (it also leaves the board's address resolved)."""
+        return self.namespace is not None and self.namespace.run(
+            ["ping", "-c", "1", "-W", f"{max(1, round(timeout))}", self.addresses.device],
+            timeout=timeout + 5, check=False).returncode == 0
 
     def close(self) -> None:
         """Stop the board, then the link (which writes its counters), then the namespace."""

@@ -330,6 +330,9 @@ def _udp_to_device(rig: Session, workload: Workload, log_name: str) -> Transfer:
     """udp-rx: iperf2's UDP client offers the rate (in the wall time that is that rate in the board's);
     the board's sink counts and times what arrives (its own clock), the client's bytes say what was sent."""
     rig.console.command(f"udp sink {UDP_PORT}")
+    # The flood must not start while the peer resolves the board's address: Linux queues the first
+    # datagrams during ARP and flushes that queue while the sender's next ones already pass it (seen: 35 before 24).
+    rig.ping()
     offered = workload.rate_bps or UDP_OFFERED_BPS
     argv = ["iperf", "-c", rig.addresses.device, "-u", "-p", str(UDP_PORT), "-l", str(UDP_LEN),
             "-b", f"{offered / rig.time.dilation:.0f}", "-t", f"{rig.time.wall_s(workload.seconds):.4g}", "-y", "C"]
