@@ -3,8 +3,8 @@
 Run: python benchmarks/soak_bench.py [--minutes M] [--platforms P ...] [--time device|host]
 
 Each platform's default profile runs the rx workload (iperf2 from the peer) for M minutes of the board's time
-over its `wifi-wire` preset (the WiFi as a wire) at --rate with 1 % loss each way, 2 ms of jitter and
-reordering on, the capture
+over its `wifi-wire` preset (the WiFi as a wire; a board without WiFi, the Xbox, over its `ethernet`) at
+--rate with 1 % loss each way, 2 ms of jitter and reordering on, the capture
 keeping 128 bytes of each frame (so a long soak's capture stays small; the byte accounting reads lengths
 from the IP headers). The run's own end checks are the verdict: the board answers its console and a ping,
 the peer's, the capture's and the board's byte counts agree, and the leak check is clean.
@@ -30,17 +30,24 @@ from harness.rig.platform import load_platform  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 QEMU_PLATFORMS = ["openmv-n6", "openmv-rt1060", "xbox"]
-LINK = ["--link", "wifi-wire", "--loss", "1%", "--jitter", "2ms", "--reorder", "1", "--snaplen", "128"]
+LOSSY = ["--loss", "1%", "--jitter", "2ms", "--reorder", "1", "--snaplen", "128"]
+
+
+def soak_link(platform: str) -> str:
+    """The WiFi as a wire where the board has WiFi, else its Ethernet (the rate is the bench's own either way)."""
+    return "wifi-wire" if "wifi-wire" in load_platform(platform).links else "ethernet"
 
 
 def soak(platform: str, minutes: float, rate: str, time_mode: str, out: Path) -> dict[str, Any]:
     profile = load_platform(platform).default_profile
-    argv = [sys.executable, "-m", "harness.cli", "run", platform, "--lwip", profile, *LINK, "--rate", rate,
+    link = soak_link(platform)
+    argv = [sys.executable, "-m", "harness.cli", "run", platform, "--lwip", profile, "--link", link, *LOSSY,
+            "--rate", rate,
             "--workload", "rx", "--minutes", f"{minutes:g}", "--time", time_mode, "--out", str(out), "--json",
             "--quiet"]
     began = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=minutes * 60 * 8 + 600, cwd=ROOT)
-    row: dict[str, Any] = {"platform": platform, "profile": profile, "minutes": minutes, "rate": rate,
+    row: dict[str, Any] = {"platform": platform, "profile": profile, "link": link, "minutes": minutes, "rate": rate,
                            "time": time_mode, "exit": proc.returncode, "wall_s": round(time.monotonic() - began, 1)}
     try:
         document = json.loads(proc.stdout)
@@ -59,18 +66,19 @@ def write(document: dict[str, Any]) -> None:
     (RESULTS / "soak.json").write_text(json.dumps(document, indent=2) + "\n")
     lines = ["# netrepro soak: minutes of iperf over 1 % loss, 2 ms jitter and reordering", "",
              f"Host: {document['host']}; {document['started']}. Command: `{document['command']}`", "",
-             "| platform | profile | board minutes | time | verdict | board alive | peer bytes | capture bytes | "
-             "board bytes | lost frames (to board, to peer) | retransmissions | leaks | wall s |",
-             "|---|---|---:|---|---|---|---:|---:|---:|---|---:|---|---:|"]
+             "| platform | profile | link | board minutes | time | verdict | board alive | peer bytes | "
+             "capture bytes | board bytes | lost frames (to board, to peer) | retransmissions | leaks | wall s |",
+             "|---|---|---|---:|---|---|---|---:|---:|---:|---|---:|---|---:|"]
     for r in document["runs"]:
         if "error" in r:
-            lines.append(f"| {r['platform']} | {r['profile']} | {r['minutes']} | {r['time']} | error: {r['error']} "
-                         "| | | | | | | | |")
+            lines.append(f"| {r['platform']} | {r['profile']} | {r.get('link', 'wifi-wire')} | {r['minutes']} | "
+                         f"{r['time']} | error: {r['error']} | | | | | | | | |")
             continue
         s, b = r["soak"], r["soak"]["bytes"]
         alive = ", ".join(k for k, v in s["alive"].items() if v)
-        lines.append(f"| {r['platform']} | {r['profile']} | {r['minutes']} | {r['time']} | "
-                     f"{'passed' if s['ok'] else 'FAILED'} | {alive} | {b['peer']} | {b['capture']} | {b['board']} | "
+        lines.append(f"| {r['platform']} | {r['profile']} | {r.get('link', 'wifi-wire')} | {r['minutes']} | "
+                     f"{r['time']} | {'passed' if s['ok'] else 'FAILED'} | {alive} | {b['peer']} | {b['capture']} | "
+                     f"{b['board']} | "
                      f"{r['dropped_by_loss']['to_device']}, {r['dropped_by_loss']['to_peer']} | "
                      f"{r['retransmissions']} | {s['leaks']} | {r['wall_s']} |")
     lines += ["", "The board's byte count is the capture's less what lwiperf leaves uncounted of its first "
