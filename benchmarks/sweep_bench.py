@@ -123,7 +123,7 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"# Sweep: TCP_WND on {doc['platform']} over {doc['link']} ({doc['workload']}, {doc['seconds']:g} board s "
              "a run, device time)", "",
              f"`python benchmarks/sweep_bench.py`: the same sweep at 1 and at 2 runs at once on a local Ray instance "
-             f"on this {doc['cpus']}-core machine (shared with other work while it ran). Profile {doc['profile']} "
+             f"on this {doc['cpus']}-core machine. Profile {doc['profile']} "
              "with TCP_WND swept. Bound = min(the link's payload rate, TCP_WND / RTT), the RTT the capture measured. "
              "Goodput: the capture's (device time: the link follows the board's clock); iperf: the run's "
              "`throughput_mbps`, timed by the peer. D: the dilation each run actually ran at (planned "
