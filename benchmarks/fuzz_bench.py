@@ -1,6 +1,7 @@
 """Benchmark of `netrepro fuzz`: frames per second per platform, and a longer fuzz per report profile.
 
 Run: python benchmarks/fuzz_bench.py [--rate-frames N] [--minutes M] [--platforms P ...] [--profiles P ...]
+                                     [--skip-rate] [--append]
 
 1. Rate: each platform's default profile fuzzed for --rate-frames frames (seed 1) in device time (the
    default) and in host time; frames/s counts the fuzzing itself (frames sent and probes), not the boot,
@@ -8,6 +9,7 @@ Run: python benchmarks/fuzz_bench.py [--rate-frames N] [--minutes M] [--platform
 2. Long: every report profile (reports/*.toml's platforms' profiles) fuzzed for --minutes minutes of the wall
    clock in host time (more frames an hour than device time; the board's timers run on its own clock
    either way), seed = the profile's position. What was found, with the reproducer's path, is written.
+   --append keeps the stored runs and adds these (a longer fuzz of one profile beside the shorter ones).
 
 Every run is a real chain (QEMU or simavr, the firmware, the link, the namespace). Writes
 benchmarks/results/fuzz.json and fuzz.md after each run, so an interrupted benchmark keeps what it did.
@@ -64,13 +66,13 @@ def write(document: dict[str, Any]) -> None:
     lines = ["# netrepro fuzz: frames per second and what a longer fuzz found", "",
              f"Host: {document['host']}; {document['started']}. Command: `{document['command']}`", "",
              "## Frames per second (the fuzzing itself: frames sent and a probe every 25)", "",
-             "| platform | profile | time | frames | seconds | frames/s | probes answered | found |",
-             "|---|---|---|---:|---:|---:|---:|---|"]
+             "| platform | profile | time | budget | frames | seconds | frames/s | probes answered | found |",
+             "|---|---|---|---|---:|---:|---:|---:|---|"]
     for r in document["rate"]:
         lines.append(_row(r))
     lines += ["", "## Longer fuzz per report profile", "",
-              "| platform | profile | time | frames | seconds | frames/s | probes answered | found |",
-              "|---|---|---|---:|---:|---:|---:|---|"]
+              "| platform | profile | time | budget | frames | seconds | frames/s | probes answered | found |",
+              "|---|---|---|---|---:|---:|---:|---:|---|"]
     for r in document["long"]:
         lines.append(_row(r))
     total = sum(r.get("frames_sent", 0) for r in document["long"])
@@ -80,14 +82,18 @@ def write(document: dict[str, Any]) -> None:
         lines.append(f"- {f['kind']}: {f['detail']} (reproducer {f['minimised'] or f['reproducer']})")
     lines += ["", "Run folders (and the reproducers in them) are under --out, a temporary folder, and are not kept; "
                   "a reproducer worth keeping is copied to captures/fuzz/."]
+    if document.get("notes"):  # what a person found reading the runs, kept when runs are appended
+        lines += ["", document["notes"]]
     (RESULTS / "fuzz.md").write_text("\n".join(lines) + "\n")
 
 
 def _row(r: dict[str, Any]) -> str:
     if "error" in r:
-        return f"| {r['platform']} | {r['profile']} | {r['time']} | - | - | - | - | error: {r['error']} |"
+        return (f"| {r['platform']} | {r['profile']} | {r['time']} | {r['budget'].lstrip('-')} | - | - | - | - | "
+                f"error: {r['error']} |")
     found = "; ".join(f"{f['kind']}: {f['detail'][:80]}" for f in r["findings"]) or "nothing"
-    return (f"| {r['platform']} | {r['profile']} | {r['time']} | {r['frames_sent']} | {r['fuzz_seconds']} | "
+    return (f"| {r['platform']} | {r['profile']} | {r['time']} | {r['budget'].lstrip('-')} | {r['frames_sent']} | "
+            f"{r['fuzz_seconds']} | "
             f"{r['frames_per_s']} | {r['probes_answered']}/{r['probes']} | {found} |")
 
 
@@ -99,11 +105,17 @@ def main() -> int:
     parser.add_argument("--profiles", nargs="*", default=None, help="only these report profiles in part 2")
     parser.add_argument("--skip-rate", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("/tmp/netrepro-fuzz-bench"))
+    parser.add_argument("--append", action="store_true", help="keep the stored runs and add these")
     args = parser.parse_args()
     document: dict[str, Any] = {"host": f"{host.node()} ({host.machine()}, {host.python_version()})",
                                 "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                 "command": "python benchmarks/fuzz_bench.py " + " ".join(sys.argv[1:]),
                                 "rate": [], "long": []}
+    stored = RESULTS / "fuzz.json"
+    if args.append and stored.is_file():
+        earlier = json.loads(stored.read_text())
+        document.update(rate=earlier["rate"], long=earlier["long"], host=earlier["host"], notes=earlier.get("notes"),
+                        command=f"{earlier['command']}; then {document['command']}")
     for name in [] if args.skip_rate else args.platforms:
         default = load_platform(name).default_profile
         for mode in ("device", "host"):
