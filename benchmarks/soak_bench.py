@@ -71,12 +71,12 @@ def write(document: dict[str, Any]) -> None:
              "|---|---|---|---:|---|---|---|---:|---:|---:|---|---:|---|---:|"]
     for r in document["runs"]:
         if "error" in r:
-            lines.append(f"| {r['platform']} | {r['profile']} | {r.get('link', 'wifi-wire')} | {r['minutes']} | "
+            lines.append(f"| {r['platform']} | {r['profile']} | {r['link']} | {r['minutes']} | "
                          f"{r['time']} | error: {r['error']} | | | | | | | | |")
             continue
         s, b = r["soak"], r["soak"]["bytes"]
         alive = ", ".join(k for k, v in s["alive"].items() if v)
-        lines.append(f"| {r['platform']} | {r['profile']} | {r.get('link', 'wifi-wire')} | {r['minutes']} | "
+        lines.append(f"| {r['platform']} | {r['profile']} | {r['link']} | {r['minutes']} | "
                      f"{r['time']} | {'passed' if s['ok'] else 'FAILED'} | {alive} | {b['peer']} | {b['capture']} | "
                      f"{b['board']} | "
                      f"{r['dropped_by_loss']['to_device']}, {r['dropped_by_loss']['to_peer']} | "
