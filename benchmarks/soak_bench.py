@@ -26,21 +26,21 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.rig.platform import load_platform  # noqa: E402
+from harness.rig.platform import Platform, load_platform  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 QEMU_PLATFORMS = ["openmv-n6", "openmv-rt1060", "xbox"]
 LOSSY = ["--loss", "1%", "--jitter", "2ms", "--reorder", "1", "--snaplen", "128"]
 
 
-def soak_link(platform: str) -> str:
+def soak_link(board: Platform) -> str:
     """The WiFi as a wire where the board has WiFi, else its Ethernet (the rate is the bench's own either way)."""
-    return "wifi-wire" if "wifi-wire" in load_platform(platform).links else "ethernet"
+    return "wifi-wire" if "wifi-wire" in board.links else "ethernet"
 
 
 def soak(platform: str, minutes: float, rate: str, time_mode: str, out: Path) -> dict[str, Any]:
-    profile = load_platform(platform).default_profile
-    link = soak_link(platform)
+    board = load_platform(platform)
+    profile, link = board.default_profile, soak_link(board)
     argv = [sys.executable, "-m", "harness.cli", "run", platform, "--lwip", profile, "--link", link, *LOSSY,
             "--rate", rate,
             "--workload", "rx", "--minutes", f"{minutes:g}", "--time", time_mode, "--out", str(out), "--json",
