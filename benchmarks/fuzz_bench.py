@@ -1,7 +1,7 @@
 """Benchmark of `netrepro fuzz`: frames per second per platform, and a longer fuzz per report profile.
 
-Run: python benchmarks/fuzz_bench.py [--rate-frames N] [--minutes M] [--platforms P ...] [--profiles P ...]
-                                     [--skip-rate] [--append]
+Run: python benchmarks/fuzz_bench.py [--rate-frames N] [--minutes M] [--frames N] [--keep-going]
+                                     [--platforms P ...] [--profiles P ...] [--skip-rate] [--append]
 
 1. Rate: each platform's default profile fuzzed for --rate-frames frames (seed 1) in device time (the
    default) and in host time; frames/s counts the fuzzing itself (frames sent and probes), not the boot,
@@ -10,6 +10,8 @@ Run: python benchmarks/fuzz_bench.py [--rate-frames N] [--minutes M] [--platform
    clock in host time (more frames an hour than device time; the board's timers run on its own clock
    either way), seed = the profile's position. What was found, with the reproducer's path, is written.
    --append keeps the stored runs and adds these (a longer fuzz of one profile beside the shorter ones).
+   --frames N adds a frame budget (whichever comes first); --keep-going goes on past a finding on a fresh
+   board (the issue's "100k frames (or 30 min) per report profile": --frames 100000 --minutes 30 --keep-going).
 
 Every run is a real chain (QEMU or simavr, the firmware, the link, the namespace). Writes
 benchmarks/results/fuzz.json and fuzz.md after each run, so an interrupted benchmark keeps what it did.
@@ -51,9 +53,9 @@ def fuzz(platform: str, profile: str, seed: int, out: Path, *budget: str, time_m
     if proc.returncode in (0, 1) and proc.stdout.strip():
         summary = json.loads(proc.stdout)
         row.update({k: summary[k] for k in ("frames_sent", "fuzz_seconds", "frames_per_s", "probes",
-                                            "probes_answered", "leaks", "run_dir")})
+                                            "probes_answered", "leaks", "run_dir", "boots")})
         row["findings"] = [{k: f[k] for k in ("kind", "detail", "frames", "reproducer", "minimised",
-                                              "minimised_frames", "reproduced", "frames_what")}
+                                              "minimised_frames", "reproduced", "frames_what", "at_frame", "seen")}
                            for f in summary["findings"]]
     else:
         row["error"] = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -89,12 +91,20 @@ def write(document: dict[str, Any]) -> None:
 
 def _row(r: dict[str, Any]) -> str:
     if "error" in r:
-        return (f"| {r['platform']} | {r['profile']} | {r['time']} | {r['budget'].lstrip('-')} | - | - | - | - | "
+        return (f"| {r['platform']} | {r['profile']} | {r['time']} | {r['budget'].replace('--', '')} | - | - | - | - | "
                 f"error: {r['error']} |")
-    found = "; ".join(f"{f['kind']}: {f['detail'][:80]}" for f in r["findings"]) or "nothing"
-    return (f"| {r['platform']} | {r['profile']} | {r['time']} | {r['budget'].lstrip('-')} | {r['frames_sent']} | "
-            f"{r['fuzz_seconds']} | "
+    found = "; ".join(f"{f['kind']}{_when(f)}: {f['detail'][:80]}" for f in r["findings"]) or "nothing"
+    return (f"| {r['platform']} | {r['profile']} | {r['time']} | {r['budget'].replace('--', '')} | "
+            f"{r['frames_sent']} | {r['fuzz_seconds']} | "
             f"{r['frames_per_s']} | {r['probes_answered']}/{r['probes']} | {found} |")
+
+
+def _when(finding: dict[str, Any]) -> str:
+    """When a finding was first made and how often it happened (stored runs before --keep-going lack both)."""
+    if not finding.get("at_frame"):
+        return ""
+    again = f", {finding['seen']} times" if finding.get("seen", 1) > 1 else ""
+    return f" (frame {finding['at_frame']}{again})"
 
 
 def main() -> int:
@@ -103,6 +113,8 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=1.5)
     parser.add_argument("--platforms", nargs="*", default=platform_names())
     parser.add_argument("--profiles", nargs="*", default=None, help="only these report profiles in part 2")
+    parser.add_argument("--frames", type=int, default=None, help="part 2: a frame budget too (whichever first)")
+    parser.add_argument("--keep-going", action="store_true", help="part 2: go on past a finding on a fresh board")
     parser.add_argument("--skip-rate", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("/tmp/netrepro-fuzz-bench"))
     parser.add_argument("--append", action="store_true", help="keep the stored runs and add these")
@@ -127,7 +139,9 @@ def main() -> int:
         for profile in REPORT_PROFILES.get(name, []):
             seed += 1
             if args.profiles is None or profile in args.profiles:
-                document["long"].append(fuzz(name, profile, seed, args.out, "--minutes", f"{args.minutes:g}"))
+                budget = ["--minutes", f"{args.minutes:g}"] + (["--frames", str(args.frames)] if args.frames else [])
+                budget += ["--keep-going"] if args.keep_going else []
+                document["long"].append(fuzz(name, profile, seed, args.out, *budget))
                 write(document)
     return 0
 

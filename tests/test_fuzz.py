@@ -144,9 +144,24 @@ def test_the_command_line_does_not_import_scapy():
     assert out.strip() == "False"
 
 
+def test_a_fault_made_again_elsewhere_in_its_registers_is_the_same_finding():
+    from harness.studies.fuzz import Finding, signature
+
+    def fault(r0: str, pc: str) -> Finding:
+        return Finding("fault", f"firmware fault: FAULT exc=0x00000003 CFSR=0x00010000 HFSR=0x40000000 "
+                                f"MMFAR=0x00000000 BFAR=0x00000000 r0={r0} r1=0x00000004 lr=0x00000000 pc={pc}", 25)
+
+    assert signature(fault("0x10", "0x000069d2")) == signature(fault("0x08", "0x000069d2"))
+    assert signature(fault("0x10", "0x000069d2")) != signature(fault("0x10", "0x00006b92"))
+    x86 = "firmware fault: FAULT x86 vector=0x0000000e error=0x00000002 eip=0x00101234 cr2=0x{} eax=0x1"
+    assert signature(Finding("fault", x86.format(0), 1)) == signature(Finding("fault", x86.format(4), 1))
+    lwip = 'firmware fault: FAULT lwip-assert "insane offset!" at tcp_in.c:1430'
+    assert signature(Finding("fault", lwip, 1)) != signature(Finding("fault", lwip.replace("1430", "1431"), 1))
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["fuzz", "openmv-n6", "--frames", "0"], "argument --frames: '0' is not a whole number of at least 1"),
-    (["fuzz", "openmv-n6", "--frames", "5", "--minutes", "1"], "not allowed with argument"),
+    (["fuzz", "openmv-n6", "--minutes", "0"], "argument --minutes: '0' is not a number above 0"),
     (["fuzz", "nosuchboard"], "nosuchboard"),
     (["replay", "openmv-n6", "/nonexistent/crash.pcap"], "no reproducer at /nonexistent/crash.pcap"),
 ])
@@ -197,6 +212,44 @@ def test_fuzz_finds_the_planted_bug_minimises_it_and_replay_reproduces_it(tmp_pa
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert json.loads(clean.stdout)["reproduced"] is False
     assert _injectors() <= before, "the injector in the namespace was left running"
+
+
+KEEP_GOING_FRAMES = 1175  # batches 3, 36, 45, 46 and 47 of the seed carry the planted bug's frame to a PCB
+
+
+def _bug_batches(seed: int, frames: int, batch: int = 25) -> int:
+    """How many batches of the seed's first frames carry the planted bug's frame to an open port."""
+    hits = {i // batch for i, f in enumerate(_frames(seed, frames))
+            if f.what.startswith("TCP option 3 with length 4 ") and "closed port" not in f.what}
+    return len(hits)
+
+
+@pytest.mark.real
+def test_keep_going_spends_the_budget_on_fresh_boards_and_counts_a_finding_made_again(tmp_path, no_leftovers):
+    expected = _bug_batches(BUG_SEED, KEEP_GOING_FRAMES)
+    assert expected >= 2, "the seed must carry the bug in more than one batch for this test to mean anything"
+    bug = ["--lwip", "mp-n6-after", "--set", "NR_TEST_FUZZ_BUG=1", "--time", "host"]
+    proc = netrepro_cli("fuzz", "openmv-n6", *bug, "--seed", str(BUG_SEED), "--frames", str(KEEP_GOING_FRAMES),
+                        "--keep-going", "--max-trials", "8", "--out", str(tmp_path), "--json", timeout=900)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    findings = summary["findings"]
+    assert summary["frames_sent"] == KEEP_GOING_FRAMES, "a finding did not end the fuzz"
+    # every batch that crashed a board carried the frame; not every variant of it need reach the hook. The hook
+    # is inlined where lwIP handles a listening and a connected PCB: two places, at most two distinct faults
+    seen = sum(f["seen"] for f in findings)
+    assert 1 <= len(findings) <= 2 and 2 <= seen <= expected and max(f["seen"] for f in findings) >= 2, findings
+    # a board that outlived the budget had its leak check; one that crashed in the last batch had none
+    assert summary["boots"] == seen + (1 if summary["leaks"] else 0), summary
+    assert summary["probes"] - summary["probes_answered"] == seen
+    assert all(f["kind"] == "fault" and f["reproduced"] is True for f in findings), findings
+    assert all(any("TCP option 3 with length 4" in what for what in f["frames_what"]) for f in findings), findings
+    assert findings[0]["at_frame"] == 75 and findings[0]["folder"] == summary["run_dir"]
+    assert summary["leaks"] == "" or summary["leaks"].startswith("none:"), summary["leaks"]
+    run_dir = Path(summary["run_dir"])
+    fresh = [f"{i:02d}" for i in range(1, summary["boots"])]
+    assert sorted(p.name for p in (run_dir / "boots").iterdir()) == fresh
+    assert all((run_dir / "boots" / name / "console.log").is_file() for name in fresh)
 
 
 @pytest.mark.real

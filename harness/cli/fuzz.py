@@ -32,14 +32,17 @@ def add_fuzz_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("platform")
     _board_args(parser)
     parser.add_argument("--seed", type=int, default=0, help="the same seed sends the same frames (default 0)")
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--frames", type=_positive_int, default=None, metavar="N",
-                        help="stop after N frames (default 1000 when --minutes is not given)")
-    budget.add_argument("--minutes", type=_positive_float, default=None, metavar="M",
+    parser.add_argument("--frames", type=_positive_int, default=None, metavar="N",
+                        help="stop after N frames (default 1000 when --minutes is not given; with both, whichever "
+                             "comes first)")
+    parser.add_argument("--minutes", type=_positive_float, default=None, metavar="M",
                         help="stop after M minutes of the wall clock")
     parser.add_argument("--batch", type=_positive_int, default=25, metavar="N", help="frames between two probes (25)")
     parser.add_argument("--probe-timeout", type=_positive_float, default=2.0, metavar="SECONDS",
                         help="wall seconds each probe waits for its answer (default 2)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="after a fault or hang, boot a fresh board and spend the rest of the budget "
+                             "(a finding made again is counted, not kept twice)")
     parser.add_argument("--max-trials", type=_positive_int, default=40, metavar="N",
                         help="at most N delta-debugging trials (a fresh board each) to minimise a finding (40)")
     parser.set_defaults(func=cmd_fuzz)
@@ -83,7 +86,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet or args.json)
     frames = args.frames if args.frames is not None or args.minutes is not None else 1000
     plan = _plan(args, progress, seed=args.seed, frames=frames, minutes=args.minutes, batch=args.batch,
-                 max_trials=args.max_trials)
+                 max_trials=args.max_trials, keep_going=args.keep_going)
     run_dir = make_run_dir(args.out, plan.platform.name, f"fuzz-{plan.firmware.profile.name}")
     try:
         result = fuzz(plan, run_dir, progress)

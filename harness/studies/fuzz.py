@@ -12,6 +12,11 @@ fault  the board printed its FAULT line (the fault handler; an lwIP assertion, c
 hang   the console, ping or the echo service did not answer within the probe timeout, three times
 leak   after the last batch, the board did not get back what the frames took (harness.rig.leaks)
 
+A fuzz stops at its first finding; with keep_going (`--keep-going`) it boots a fresh board and goes on with
+the same seeded stream of frames until the budget is spent, counting a finding it has already made (the same
+kind, and for a CPU fault the same exception, fault status and program counter) in that finding's `seen`
+instead of keeping it again, so one early defect does not end the search.
+
 For a fault or a hang the batch since the last good probe is kept as crash.pcap (with crash.json: the
 finding, the build, and the connection its frames aimed at), then minimised by delta debugging: each trial
 boots a fresh board, replays a subset and probes; crash-min.pcap is the smallest subset that still
@@ -80,6 +85,9 @@ class Finding:
     minimise_complete: bool = False
     reproduced: bool | None = None  # whether the kept frames did it again on a fresh board
     frames_what: list[str] = field(default_factory=list)  # what is wrong in each minimised frame
+    at_frame: int = 0            # frames sent in the whole fuzz when it was first found
+    seen: int = 1                # times it happened (a fresh board each, with keep_going)
+    folder: str = ""             # where its reproducer and minimising trials are kept
 
 
 @dataclass
@@ -99,6 +107,7 @@ class FuzzResult:
     findings: list[Finding] = field(default_factory=list)
     leaks: str = ""
     options: dict[str, int] = field(default_factory=dict)  # the board's effective lwIP options
+    boots: int = 0               # boards booted for fuzzing (more than one only with keep_going)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,6 +126,7 @@ class FuzzPlan:
     batch: int = 25                 # frames between two probes
     probe_timeout: float = 2.0      # wall seconds for each probe's answer
     max_trials: int = 40            # delta-debugging trials at most
+    keep_going: bool = False        # after a finding, boot a fresh board and spend the rest of the budget
     boot_timeout: float = 60.0
     time: DeviceTime = field(default_factory=lambda: DeviceTime("host"))
 
@@ -213,41 +223,102 @@ def probe(rig: Session, injector: Injector, timeout: float) -> Outcome:
 
 
 def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> FuzzResult:
-    """Fuzz the board until the budget is spent or something is found; minimise what is found."""
+    """Fuzz the board until the budget is spent or something is found (with keep_going: on a fresh board each
+    time, until the budget is spent); then minimise each distinct finding."""
     progress = progress or Progress(quiet=True)
     result = FuzzResult(plan.platform.name, plan.firmware.profile.name, plan.seed, str(run_dir))
     began = time.monotonic()
-    families: Counter[str] = Counter()
-    kept: Kept | None = None
+    stream = Stream(FrameSource(plan.seed), began)
+    kept: list[tuple[Finding, Kept]] = []
     try:
-        with plan.session(run_dir, progress) as rig:
-            injector = Injector(rig)
-            try:
-                target = injector.target(rig, plan.probe_timeout)
-                assert rig.console is not None
-                result.options = rig.console.opts()
-                leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
-                progress.step(f"fuzzing with seed {plan.seed}: {_budget(plan)}, a probe every {plan.batch} frames")
-                kept = fuzz_batches(plan, rig, injector, target, result, families, progress)
-                if kept is None:
-                    injector.ask("close", plan.probe_timeout)
-                    progress.step(f"leak check: waiting up to {_reassembly_s(result.options):g} s of the board's "
-                                  "time for what it frees by itself (IP reassembly's timeout)")
-                    report = leak_check.finish(settle_board_s=_reassembly_s(result.options))
-                    result.leaks = report.summary()
-                    if report.leaks:
-                        result.findings.append(Finding("leak", report.short(), result.frames_sent,
-                                                       reproducer=str(run_dir / "capture.pcap")))
-            finally:
-                injector.close()
+        while True:
+            found = fuzz_one_board(plan, _boot_dir(run_dir, result.boots), stream, result, progress)
+            result.boots += 1
+            if found is None:
+                break
+            finding, batch = found
+            same = next((f for f, _ in kept if signature(f) == signature(finding)), None)
+            if same is not None:
+                same.seen += 1
+            else:
+                finding.folder = str(run_dir if not kept else run_dir / f"finding-{len(kept) + 1}")
+                result.findings.append(finding)
+                kept.append((finding, batch))
+            if not plan.keep_going or _spent(plan, result.frames_sent, began):
+                break
+            progress.step(f"going on with a fresh board ({result.frames_sent} frames sent)")
     finally:
         result.seconds = round(time.monotonic() - began, 2)
-        result.families = dict(sorted(families.items()))
+        result.families = dict(sorted(stream.families.items()))
         result.save()
-    if kept is not None:
-        keep_and_minimise(plan, result.findings[-1], kept.frames, kept.connection, run_dir, progress)
+    for finding, batch in kept:
+        folder = Path(finding.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        keep_and_minimise(plan, finding, batch.frames, batch.connection, folder, progress)
         result.save()
     return result
+
+
+# What names a fault's kind and place in the board's FAULT line (Cortex-M: exception, fault status, pc; x86:
+# vector, error code, eip); the other registers hold whatever the faulting code was working on.
+_FAULT_WHERE = ("exc", "CFSR", "HFSR", "pc", "vector", "error", "eip")
+
+
+def signature(finding: Finding) -> str:
+    """What makes two findings the same one: the kind, and for a CPU fault where and why it faulted (an lwIP
+    assertion's message and line, or a hang's, stand whole)."""
+    if "FAULT" not in finding.detail or "=" not in finding.detail:
+        return f"{finding.kind}: {finding.detail}"
+    head, _, fields = finding.detail.partition("FAULT")
+    where = [part for part in fields.split() if part.split("=", 1)[0] in _FAULT_WHERE or "=" not in part]
+    return f"{finding.kind}: {head}FAULT {' '.join(where)}"
+
+
+def _boot_dir(run_dir: Path, boot: int) -> Path:
+    """The first board's folder is the run's; a fresh board after a finding gets boots/NN inside it."""
+    if boot == 0:
+        return run_dir
+    folder = run_dir / "boots" / f"{boot:02d}"
+    folder.mkdir(parents=True)
+    return folder
+
+
+@dataclass
+class Stream:
+    """The seeded frames of one fuzz, continued across the boards it boots, and when it began."""
+
+    source: FrameSource
+    began: float
+    families: Counter[str] = field(default_factory=Counter)
+
+
+def fuzz_one_board(plan: FuzzPlan, run_dir: Path, stream: Stream, result: FuzzResult,
+                   progress: Progress) -> tuple[Finding, Kept] | None:
+    """Boot a board and fuzz it: a finding and its batch, or None when the budget was spent (then the leak
+    check has run on this board)."""
+    with plan.session(run_dir, progress) as rig:
+        injector = Injector(rig)
+        try:
+            target = injector.target(rig, plan.probe_timeout)
+            assert rig.console is not None
+            result.options = rig.console.opts()
+            leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
+            if not result.boots:
+                progress.step(f"fuzzing with seed {plan.seed}: {_budget(plan)}, a probe every {plan.batch} frames")
+            found = fuzz_batches(plan, rig, injector, target, stream, result, progress)
+            if found is None:
+                injector.ask("close", plan.probe_timeout)
+                progress.step(f"leak check: waiting up to {_reassembly_s(result.options):g} s of the board's "
+                              "time for what it frees by itself (IP reassembly's timeout)")
+                report = leak_check.finish(settle_board_s=_reassembly_s(result.options))
+                result.leaks = report.summary()
+                if report.leaks:
+                    result.findings.append(Finding("leak", report.short(), result.frames_sent,
+                                                   reproducer=str(run_dir / "capture.pcap"),
+                                                   at_frame=result.frames_sent, folder=str(run_dir)))
+            return found
+        finally:
+            injector.close()
 
 
 @dataclass(frozen=True)
@@ -258,31 +329,31 @@ class Kept:
     connection: Connection | None
 
 
-def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Target, result: FuzzResult,
-                 families: Counter[str], progress: Progress) -> Kept | None:
+def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Target, stream: Stream,
+                 result: FuzzResult, progress: Progress) -> tuple[Finding, Kept] | None:
     """Batches of frames, each on a freshly opened connection and followed by a probe, until the budget is
-    spent (None) or a probe finds something (the batch, kept); the counts go into result as they happen."""
-    source = FrameSource(plan.seed)
+    spent (None) or a probe finds something (the finding and its batch); the counts go into result as they
+    happen."""
     began = time.monotonic()
     try:
-        while not _spent(plan, result.frames_sent, began):
+        while not _spent(plan, result.frames_sent, stream.began):
             connection = injector.open(plan.probe_timeout)
             aim = replace(target, connection=connection)
-            batch = [source.next(aim) for _ in range(_batch_size(plan, result.frames_sent))]
+            batch = [stream.source.next(aim) for _ in range(_batch_size(plan, result.frames_sent))]
             injector.send([f.data for f in batch])
             result.frames_sent += len(batch)
             result.batches += 1
-            families.update(f.family for f in batch)
+            stream.families.update(f.family for f in batch)
             outcome = probe(rig, injector, plan.probe_timeout)
             result.probes += 1
             if not outcome.alive:
-                result.findings.append(Finding(outcome.kind, outcome.detail, len(batch)))
                 progress.step(f"{outcome.kind} after {result.frames_sent} frames: {outcome.detail}")
-                return Kept(batch, connection)
+                return (Finding(outcome.kind, outcome.detail, len(batch), at_frame=result.frames_sent),
+                        Kept(batch, connection))
             result.probes_answered += 1
         return None
     finally:
-        result.fuzz_seconds = round(time.monotonic() - began, 2)
+        result.fuzz_seconds = round(result.fuzz_seconds + time.monotonic() - began, 2)
         result.frames_per_s = round(result.frames_sent / result.fuzz_seconds, 1) if result.fuzz_seconds else 0.0
 
 
@@ -410,14 +481,16 @@ def _python() -> str:
 
 def format_fuzz(result: FuzzResult) -> str:
     """A short human summary."""
+    boards = f", {result.boots} boards" if result.boots > 1 else ""
     lines = [f"{result.platform} / {result.profile} / seed {result.seed}: {result.frames_sent} frames in "
-             f"{result.fuzz_seconds:g} s ({result.frames_per_s:g}/s; {result.seconds:g} s in all), "
+             f"{result.fuzz_seconds:g} s ({result.frames_per_s:g}/s; {result.seconds:g} s in all{boards}), "
              f"{result.probes_answered} of {result.probes} probes answered",
              "  frames   " + ", ".join(f"{k} {v}" for k, v in result.families.items())]
     if result.leaks:
         lines.append(f"  leaks    {result.leaks}")
     for f in result.findings:
-        lines.append(f"  FOUND    {f.kind}: {f.detail}")
+        again = f" (seen {f.seen} times, a fresh board each)" if f.seen > 1 else ""
+        lines.append(f"  FOUND    {f.kind} after {f.at_frame} frames{again}: {f.detail}")
         if f.reproducer:
             lines.append(f"  kept     {f.frames} frames: {f.reproducer}"
                          + ("" if f.reproduced is None else f" (reproduced on a fresh board: {f.reproduced})"))
