@@ -31,6 +31,10 @@ def cases(netrepro, report, names, repeats=1, seconds=3.0):
 def err_mem_waits(case) -> int:
     """The socket benchmark's ERR_MEM waits in the case's (only) run, from the board's console."""
     (run_dir,) = case["run_dirs"]
+    return err_mem_waits_in(run_dir)
+
+
+def err_mem_waits_in(run_dir) -> int:
     found = re.findall(r"^SOCK dir=tx .* err_mem_waits=(\d+)", (Path(run_dir) / "console.log").read_text(), re.M)
     assert found, f"no SOCK line in {run_dir}/console.log"
     return int(found[-1])
@@ -93,7 +97,7 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
     if err_mem_waits(tx_before) == 0:
         assert tx_before["verdict"] == "send-buffer-limited", claim(tx_before)
         # send buffers 8760 / 6400 = 1.37x, less the longer RTT the larger one's turns make on the air (1.14-1.23x
-        # measured, 1.31x on the wire): faster, and short of the claim
+        # measured; the wire's 1.2x is pinned by the next test): faster, and short of the claim
         assert 1.05 <= ratio < 2.0 and tx_after["claim_result"] == "fails", f"{claim(tx_before)} / {claim(tx_after)}"
     else:  # the heap ran out: below what its 6400 B send buffer carries in an RTT
         assert tx_before["median_mbps"] < 0.9 * 6400 * 8 / tx_before["rtt_ms"] / 1e3, claim(tx_before)
@@ -102,18 +106,45 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
     assert tx_after["agrees"] is True, claim(tx_after)  # 22.2 in the report
 
 
+def test_rt1060_wifi_tx_on_the_wire_is_the_send_buffers_ratio_when_the_heap_holds(netrepro):
+    """Over `wifi-wire` (the WiFi as a 40 Mbit/s wire, the report's RTT) no turn of the air stretches the larger
+    send buffer's RTT, so when the 8000 B heap holds, TX after / before is close to the send buffers' ratio,
+    8760 / 6400 = 1.37x (1.31x measured): at least 1.2x. When the heap runs out, before falls under what its
+    send buffer carries in an RTT."""
+    before = netrepro.run("openmv-rt1060", "mp-rt1060-before", link="wifi-wire", workload="sock-tx", seconds=3.0)
+    after = netrepro.run("openmv-rt1060", "mp-rt1060-after", link="wifi-wire", workload="sock-tx", seconds=3.0)
+    a, b = after.analysis, before.analysis
+    assert err_mem_waits_in(after.run_dir) == 0 and a.verdict == "send-buffer-limited", a.verdict
+    ratio = after.throughput_mbps / before.throughput_mbps
+    if err_mem_waits_in(before.run_dir) == 0:
+        assert b.verdict == "send-buffer-limited", b.verdict
+        assert 1.2 <= ratio <= 8760 / 6400 * 1.05, f"{after.throughput_mbps} / {before.throughput_mbps} = {ratio:.3f}"
+    else:
+        assert before.throughput_mbps < 0.9 * 6400 * 8 / b.rtt_ms / 1e3, (before.throughput_mbps, b.rtt_ms)
+        assert ratio >= 1.2, f"{after.throughput_mbps} / {before.throughput_mbps}"
+
+
 def test_rt1060_ethernet_at_line_rate_with_either_mss(netrepro):
     """The report: "100M ethernet on the RT10xx still runs at line rate (91/91 Mbit/s TCP)", before and
     after; its claim, at least 85 Mbit/s each way. In host time the MSS-800 cases missed it (the
     emulated core's speed was the host's); in device time the modelled 600 MHz core is ~12 % busy."""
     names = ["ethernet tx before", "ethernet rx before", "ethernet tx after", "ethernet rx after"]
     seconds = 3.0
-    found = cases(netrepro, "openmv-rt1060", names, seconds=seconds)
+    # RX is judged on the median of three runs; TX on one, its heap state read off the board's console
+    found = cases(netrepro, "openmv-rt1060", [n for n in names if " tx " in n], seconds=seconds)
+    found |= cases(netrepro, "openmv-rt1060", [n for n in names if " rx " in n], repeats=3, seconds=seconds)
     for name in names:
         case = found[name]
         assert case["device_mss"] == (800 if "before" in name else 1460), claim(case)
         waits = err_mem_waits(case) if " tx " in name else 0
-        if waits == 0:
+        if name == "ethernet rx before":
+            # MSS 800: the board's 6400 B window (5.6 KB median as advertised) carries 85 Mbit/s only while the
+            # capture's RTT stays under ~0.5 ms; it read 0.476 ms (87.3 Mbit/s) on one machine of this kind and
+            # 0.515 ms (82.0) on another, the same board and build (README, R2). Pinned: the window per RTT is
+            # what it carries, and the table says FAILS whenever the figure is under the claim.
+            assert case["median_mbps"] >= 0.9 * case["bound_mbps"] and case["verdict"] == "link-limited", claim(case)
+            assert (case["claim_result"] == "holds") == (case["median_mbps"] >= 85), claim(case)
+        elif waits == 0:
             assert case["median_mbps"] >= 85 and case["claim_result"] == "holds", claim(case)
         else:
             # The 8000 B heap ran out (lwIP's ERR_MEM, MicroPython's 50 ms sleeps), the bistable state of
