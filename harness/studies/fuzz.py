@@ -227,8 +227,7 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
     time, until the budget is spent); then minimise each distinct finding."""
     progress = progress or Progress(quiet=True)
     result = FuzzResult(plan.platform.name, plan.firmware.profile.name, plan.seed, str(run_dir))
-    began = time.monotonic()
-    stream = Stream(FrameSource(plan.seed), began)
+    stream = Stream(FrameSource(plan.seed), time.monotonic())
     kept: list[tuple[Finding, Kept]] = []
     try:
         while True:
@@ -244,11 +243,11 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
                 finding.folder = str(run_dir if not kept else run_dir / f"finding-{len(kept) + 1}")
                 result.findings.append(finding)
                 kept.append((finding, batch))
-            if not plan.keep_going or _spent(plan, result.frames_sent, began):
+            if not plan.keep_going or _spent(plan, result.frames_sent, stream.began):
                 break
             progress.step(f"going on with a fresh board ({result.frames_sent} frames sent)")
     finally:
-        result.seconds = round(time.monotonic() - began, 2)
+        result.seconds = round(time.monotonic() - stream.began, 2)
         result.families = dict(sorted(stream.families.items()))
         result.save()
     for finding, batch in kept:
