@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from harness.link.capture import write_pcap
+from harness.rig.devicetime import DeviceTime
 from harness.rig.peer import Addresses
 from harness.rig.session import Session
 from harness.studies.fuzz_frames import scapy
@@ -56,16 +57,28 @@ def test_the_boards_count_is_its_last_iperf_line_of_the_role(tmp_path):
     assert LWIPERF_HEADER == 24
 
 
+class _Clock:
+    """The wall clock a ping waits on: an unanswered `ping -W 1` lasts a second."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 class _Namespace:
     """Answers a ping only from the `answer_at`-th one on, as a lossy link may."""
 
-    def __init__(self, answer_at: int) -> None:
-        self.answer_at, self.pings = answer_at, 0
+    def __init__(self, answer_at: int, clock: _Clock) -> None:
+        self.answer_at, self.pings, self.clock = answer_at, 0, clock
 
     def run(self, argv: list[str], timeout: float, check: bool) -> subprocess.CompletedProcess:
         assert argv[0] == "ping" and not check
         self.pings += 1
-        return subprocess.CompletedProcess(argv, 0 if self.pings >= self.answer_at else 1)
+        answered = self.pings >= self.answer_at
+        self.clock.now += 0.001 if answered else float(argv[argv.index("-W") + 1])
+        return subprocess.CompletedProcess(argv, 0 if answered else 1)
 
 
 class _Console:
@@ -74,11 +87,15 @@ class _Console:
 
 
 @pytest.mark.parametrize(("answer_at", "alive", "pings"), [(1, True, 1), (4, True, 4), (6, False, 5)])
-def test_a_lost_echo_does_not_read_as_a_dead_board(answer_at, alive, pings):
-    # the soak's final ping crosses its own lossy link: one lost echo failed a CI run
+def test_a_lost_echo_does_not_read_as_a_dead_board(monkeypatch, answer_at, alive, pings):
+    # the soak's final ping crosses its own lossy link: one lost echo failed a CI run. Without the
+    # board's ticks, the wait is wall / D: 2.5 board seconds at D = 2 are 5 unanswered one-second pings.
+    clock = _Clock()
+    monkeypatch.setattr("harness.rig.session.time", clock)
     session = object.__new__(Session)
-    session.console, session.namespace, session.addresses = _Console(), _Namespace(answer_at), Addresses()
-    assert session.alive() == {"console": True, "ping": alive}
+    session.console, session.namespace, session.addresses = _Console(), _Namespace(answer_at, clock), Addresses()
+    session.link, session.time = None, DeviceTime("device", dilation=2.0)
+    assert session.alive(timeout=2.5) == {"console": True, "ping": alive}
     assert session.namespace.pings == pings
 
 

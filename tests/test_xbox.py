@@ -58,8 +58,8 @@ def test_the_board_boots_and_answers_ping(netrepro, design):
         opts = rig.console.opts()
         assert (opts["TCP_MSS"], opts["TCP_WND"], opts["LWIP_WND_SCALE"]) == (MSS, WINDOW, 0)
         assert opts["TCP_SND_BUF"] == WINDOW
-        ping = rig.namespace.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", rig.addresses.device], timeout=20)
-        assert " 0% packet loss" in ping.stdout, ping.stdout
+        assert [rig.ping() for _ in range(3)] == [True] * 3
+        assert rig.console.stats()["icmp.recv"] >= 3
     # The driver announces itself at boot (firmware/nics/e1000/e1000_common.c).
     assert f"driver={design} " in (rig.run_dir / "console.log").read_text()
 

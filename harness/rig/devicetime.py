@@ -36,6 +36,9 @@ CALIBRATION_ENV = "NETREPRO_CALIBRATION"  # where calibrations are kept (default
 # before it hands the NIC frames the board cannot take.
 CLOCK_SUBTICKS_PER_MS = 8
 MAX_ICOUNT_SHIFT = 10  # 1000 / 2^10 ~ 1 MIPS: slower than that, a run would take hours
+# A board whose host cannot keep the planned D runs slower still (the link follows its clock): a
+# wait timed in the board's seconds may take this many times its planned wall time before it is given up.
+LAG_ALLOWANCE = 3.0
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from harness.rig.devicetime import LAG_ALLOWANCE
+
 SETTLE_BOARD_S = 0.6  # the longest the check waits for closing connections and the TCP timer (board time)
 POLL_BOARD_S = 0.1    # between two readings while it waits (board time)
-# A host that cannot keep the planned D runs the board slower still; past this many times the wait's planned
-# wall time the check stops even if the board's clock has not got there (a stalled board).
-_LAG_ALLOWANCE = 3.0
 _DONE_STATES = ("CLOSED", "LISTEN", "TIME_WAIT")  # PCB states that are not a connection still open
 _PCB_KEY = "tcp.pcb."
 # What the board legitimately holds once the connections closed: name -> (the name for one, why it is no leak).
@@ -183,7 +182,7 @@ def settle(console: StatsReader, before: Usage, budget_board_s: float,
     """Read what the board holds, reaping TIME_WAIT PCBs each time, until nothing is above the baseline
     and no connection is open, or budget_board_s of the board's time passed since the first reading;
     (the last reading, PCBs reaped, readings)."""
-    give_up = time.monotonic() + _LAG_ALLOWANCE * wall_s(budget_board_s)
+    give_up = time.monotonic() + LAG_ALLOWANCE * wall_s(budget_board_s)
     first: Usage | None = None
     reaped = reads = 0
     while True:

@@ -2,7 +2,7 @@
 
     with Session(platform, firmware, run_dir, link_spec) as rig:
         rig.console.command("iperf server")
-        rig.namespace.run(["ping", "-c", "3", rig.addresses.device])
+        assert rig.ping()
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from harness.core.progress import Progress
 from harness.link import BoardClockCounters, Link, LinkCounters, LinkSpec, parse_rate
 from harness.rig.build import Firmware
 from harness.rig.console import Console
-from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS, DeviceTime
+from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS, LAG_ALLOWANCE, DeviceTime
 from harness.rig.engine import Engine, NicBackend, make_engine
 from harness.rig.peer import TAP_NAME, Addresses, Namespace
 from harness.rig.platform import Platform
@@ -137,24 +137,43 @@ class Session:
             return self.time
         return replace(self.time, dilation=(now.wall_s - mark.wall_s) / (now.board_s - mark.board_s))
 
-    def alive(self, pings: int = 5, timeout: float = 2.0) -> dict[str, bool]:
+    def alive(self, timeout: float = 10.0) -> dict[str, bool]:
         """Whether the board still answers its console and a ping from the peer (a soak's end).
 
         The ping crosses the run's own link, which loses frames on purpose (a soak's `--loss`), so one
-        lost echo or ARP exchange must not read as a dead board: up to `pings` echoes, the first answer wins."""
+        lost echo or ARP exchange must not read as a dead board: echoes for `timeout` board seconds,
+        the first answer wins."""
         console = True
         try:
             assert self.console is not None
             self.console.uptime_ms()
         except (NetreproError, AssertionError):
             console = False
-        return {"console": console, "ping": any(self.ping(timeout) for _ in range(pings))}
+        return {"console": console, "ping": self.ping(timeout)}
 
     def ping(self, timeout: float = 2.0) -> bool:
-        """One echo from the peer to the board; answered or not (it also leaves the board's address resolved)."""
-        return self.namespace is not None and self.namespace.run(
-            ["ping", "-c", "1", "-W", f"{max(1, round(timeout))}", self.addresses.device],
-            timeout=timeout + 5, check=False).returncode == 0
+        """Whether the board answers an echo from the peer within `timeout` seconds of its own time (it
+        also leaves the board's address resolved).
+
+        The peer's ping waits on the wall clock, so it is sent again, a wall second at a time, until the
+        board's clock (as the link sees its ticks; wall / D without them) has run `timeout`: a host that
+        runs the board slower than planned delays the answer in wall time, not in the board's."""
+        if self.namespace is None:
+            return False
+        start, began = self.clock_mark(), time.monotonic()
+        give_up = began + self.time.wall_s(timeout) * LAG_ALLOWANCE + 5.0
+        argv = ["ping", "-c", "1", "-W", "1", self.addresses.device]
+        while True:
+            if self.namespace.run(argv, timeout=6.0, check=False).returncode == 0:
+                return True
+            if self._board_seconds_since(start, began) >= timeout or time.monotonic() >= give_up:
+                return False
+
+    def _board_seconds_since(self, mark: BoardClockCounters | None, began: float) -> float:
+        now = self.clock_mark() if mark is not None else None
+        if now is None or mark is None or not mark.ticks:
+            return (time.monotonic() - began) / self.time.dilation
+        return now.board_s - mark.board_s
 
     def close(self) -> None:
         """Stop the board, then the link (which writes its counters), then the namespace."""

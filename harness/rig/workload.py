@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.core.errors import NetreproError
 from harness.core.process import stop
-from harness.rig.devicetime import DeviceTime
+from harness.rig.devicetime import LAG_ALLOWANCE, DeviceTime
 from harness.rig.peer_services import PeerService
 from harness.rig.session import Session
 
@@ -44,9 +44,6 @@ UDP_LEN = 1470  # iperf2's UDP payload: a datagram fills one Ethernet frame (147
 UDP_OFFERED_BPS = 100_000_000
 DISCARD_BYTES = 8 * 1024 * 1024
 _SLACK_S = 30.0  # on top of the transfer's own time, for slow emulated boards
-# A board whose host cannot keep the planned D runs slower still (the link follows its clock): a
-# board-timed workload may take this many times its planned wall time before it is given up.
-_LAG_ALLOWANCE = 3.0
 
 
 DEFAULT_CHUNK = 1460  # a workload's write/read size unless the case or report gives one (one MSS)
@@ -159,7 +156,7 @@ def _budget(rig: Session, workload: Workload, legs: int = 1) -> float:
 def _lag_allowance(rig: Session) -> float:
     """How many times its planned wall time a board-timed leg may take: the link follows a board that
     falls behind, so the leg takes longer and the board, not the peer, ends it."""
-    return _LAG_ALLOWANCE if rig.platform.sends_clock(rig.time) else 1.0
+    return LAG_ALLOWANCE if rig.platform.sends_clock(rig.time) else 1.0
 
 
 def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: str) -> list[Transfer]:
