@@ -10,6 +10,7 @@ window-scale option with length byte 4) is found within a bounded number of fram
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import struct
@@ -23,7 +24,7 @@ from harness.core.errors import NetreproError
 from harness.link import read_pcap
 from harness.link.capture import write_pcap
 from harness.rig.profile import resolve_profile
-from harness.studies.fuzz import load_reproducer, retarget
+from harness.studies.fuzz import Injector, load_reproducer, retarget
 from harness.studies.fuzz_frames import FAMILIES, Connection, FrameSource, Target, scapy
 from harness.studies.minimise import ddmin
 from tests.conftest import netrepro_cli
@@ -299,3 +300,58 @@ def test_replay_reproduces_the_lwip_2_1_3_assertion_the_fuzzer_found(tmp_path, n
     replayed = json.loads(proc.stdout)
     assert replayed["kind"] == "fault" and 'lwip-assert "insane offset!"' in replayed["detail"]
     assert replayed["detail"].endswith("tcp_in.c:1430")
+
+
+REASSEMBLY = INSANE_OFFSET.with_name("mp-rt1060-after-reassembly-holds-the-pbuf-pool.pcap")
+
+
+def test_the_stored_reassembly_reproducer_is_seven_fragments_of_one_datagram_that_never_completes():
+    frames, connection, meta = load_reproducer(REASSEMBLY)
+    sc = scapy()
+    ips = [sc.Ether(f)[sc.IP] for f in frames]
+    assert connection is None and meta["lwip"] == "mp-rt1060-after" and meta["finding"]["kind"] == "hang"
+    assert len(ips) == 7 and {(ip.src, ip.id, ip.proto) for ip in ips} == {("10.77.0.1", 0x4E52, 17)}
+    assert all(ip.flags.MF and ip.frag > 0 for ip in ips)  # neither its first fragment nor its last
+    spans = sorted((ip.frag * 8, ip.frag * 8 + len(ip.payload)) for ip in ips)
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))  # none overlaps: all are kept
+
+
+@pytest.mark.real
+def test_fragments_that_never_complete_hold_the_rt1060_after_pool_until_reassembly_gives_them_up(netrepro):
+    # The hang the 100k-frame fuzz met on mp-rt1060-after: its PBUF_POOL_SIZE (7) is not above lwIP's
+    # IP_REASS_MAX_PBUFS (10), which lwIP's opt.h asks for, so one unfinished datagram's fragments take
+    # every pool buffer the driver receives into, and the board drops every frame until IP_REASS_MAXAGE.
+    frames, _, _ = load_reproducer(REASSEMBLY)
+    with netrepro.board("openmv-rt1060", "mp-rt1060-after", link="ethernet") as rig:
+        opts = rig.console.opts()
+        assert opts["PBUF_POOL_SIZE"] == len(frames) == 7
+        injector = Injector(rig)
+        try:
+            assert injector.target(rig, 2.0).board_mac
+            injector.send(frames)
+            assert not rig.ping(timeout=2.0)
+            stats = rig.console.stats()
+            assert stats["memp.PBUF_POOL.used"] == 7 and stats["memp.REASSDATA.used"] == 1
+            assert stats["link.memerr"] >= 1  # the driver found no pool buffer for the echo request
+            # lwIP's IP timer ages the datagram out after IP_REASS_MAXAGE (15 s): then the board answers.
+            assert rig.ping(timeout=20.0)
+            assert rig.console.stats()["memp.PBUF_POOL.used"] == 0
+        finally:
+            injector.close()
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(("lwip", "options", "hangs"), [
+    ("mp-rt1060-after", [], True),
+    ("mp-rt1060-after", ["--set", "IP_REASS_MAX_PBUFS=6"], False),   # below the pool: the rule kept
+    ("mp-rt1060-before", [], False),                                  # PBUF_POOL_SIZE 16
+])
+def test_replay_hangs_rt1060_after_only_while_its_pool_is_not_above_ip_reass_max_pbufs(tmp_path, lwip, options,
+                                                                                          hangs):
+    proc = netrepro_cli("replay", "openmv-rt1060", "--lwip", lwip, *options, "--time", "host", str(REASSEMBLY),
+                        "--out", str(tmp_path), "--json", timeout=600)
+    assert proc.returncode == (1 if hangs else 0), proc.stdout + proc.stderr
+    replayed = json.loads(proc.stdout)
+    assert replayed["reproduced"] is hangs
+    assert (replayed["kind"], replayed["detail"]) == (("hang", "no liveness within 2 s, 3 times: no answer to a ping")
+                                                      if hangs else ("", ""))
