@@ -82,18 +82,24 @@ class _Namespace:
 
 
 class _Console:
+    """The board's console, its clock running at half the wall's (D = 2)."""
+
+    def __init__(self, clock: _Clock) -> None:
+        self.clock = clock
+
     def uptime_ms(self) -> int:
-        return 1
+        return round(self.clock.now / 2 * 1000)
 
 
 @pytest.mark.parametrize(("answer_at", "alive", "pings"), [(1, True, 1), (4, True, 4), (6, False, 5)])
 def test_a_lost_echo_does_not_read_as_a_dead_board(monkeypatch, answer_at, alive, pings):
     # the soak's final ping crosses its own lossy link: one lost echo failed a CI run. Without the
-    # board's ticks, the wait is wall / D: 2.5 board seconds at D = 2 are 5 unanswered one-second pings.
+    # board's ticks the wait follows its console's uptime: 2.5 board seconds at D = 2 are 5 unanswered
+    # one-second pings.
     clock = _Clock()
     monkeypatch.setattr("harness.rig.session.time", clock)
     session = object.__new__(Session)
-    session.console, session.namespace, session.addresses = _Console(), _Namespace(answer_at, clock), Addresses()
+    session.console, session.namespace, session.addresses = _Console(clock), _Namespace(answer_at, clock), Addresses()
     session.link, session.time = None, DeviceTime("device", dilation=2.0)
     assert session.alive(timeout=2.5) == {"console": True, "ping": alive}
     assert session.namespace.pings == pings

@@ -138,7 +138,7 @@ class LeakReport:
         """The leaks as "PBUF_POOL 3 elements, heap 40 bytes", or why it did not check."""
         if not self.checked:
             return f"not checked: {self.reason}"
-        return ", ".join(f"{leak.name} {leak.count} {leak.unit}" for leak in self.leaks) or "none"
+        return _listed(self.leaks)
 
     def expect_no_leaks(self) -> None:
         """pytest: fail with every leak named (pool and count) when the run did not give everything back."""
@@ -177,6 +177,12 @@ class LeakCheck:
                           before=self.before.counters, after=after.counters)
 
 
+    def above_baseline(self) -> str:
+        """What the board holds now above its baseline, as "PBUF_POOL 7 elements, REASSDATA 1 elements" ("none"):
+        a reading in the middle of things (a board that stopped answering), not an account."""
+        return _listed(account(self.before, Usage.parse(self.console.stats("used")), 0)[0])
+
+
 def settle(console: StatsReader, before: Usage, budget_board_s: float,
            wall_s: Callable[[float], float]) -> tuple[Usage, int, int]:
     """Read what the board holds, reaping TIME_WAIT PCBs each time, until nothing is above the baseline
@@ -212,6 +218,10 @@ def account(before: Usage, after: Usage, reaped: int) -> tuple[list[Leak], list[
               "listening PCBs": min(before.pcbs.get("LISTEN", 0), after.pcbs.get("LISTEN", 0))}
     held = [Held(name, counts[name], why) for name, (_one, why) in _HELD.items() if counts[name]]
     return leaks, held
+
+
+def _listed(leaks: list[Leak]) -> str:
+    return ", ".join(f"{leak.name} {leak.count} {leak.unit}" for leak in leaks) or "none"
 
 
 def _is_memory(key: str) -> bool:

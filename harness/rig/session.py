@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -153,27 +154,55 @@ class Session:
 
     def ping(self, timeout: float = 2.0) -> bool:
         """Whether the board answers an echo from the peer within `timeout` seconds of its own time (it
-        also leaves the board's address resolved).
+        also leaves the board's address resolved)."""
+        return self.answer_s(timeout) is not None
+
+    def answer_s(self, timeout: float) -> float | None:
+        """How many seconds of its own time the board took to answer an echo from the peer (None: not
+        within `timeout`).
 
         The peer's ping waits on the wall clock, so it is sent again, a wall second at a time, until the
-        board's clock (as the link sees its ticks; wall / D without them) has run `timeout`: a host that
-        runs the board slower than planned delays the answer in wall time, not in the board's."""
+        board's clock has run `timeout`: a host that runs the board slower than planned delays the answer
+        in wall time, not in the board's."""
         if self.namespace is None:
-            return False
-        start, began = self.clock_mark(), time.monotonic()
-        give_up = began + self.time.wall_s(timeout) * LAG_ALLOWANCE + 5.0
+            return None
+        board_s = self._board_clock()
+        start, give_up = board_s(), time.monotonic() + self.time.wall_s(timeout) * LAG_ALLOWANCE + 5.0
         argv = ["ping", "-c", "1", "-W", "1", self.addresses.device]
         while True:
-            if self.namespace.run(argv, timeout=6.0, check=False).returncode == 0:
-                return True
-            if self._board_seconds_since(start, began) >= timeout or time.monotonic() >= give_up:
-                return False
+            answered = self.namespace.run(argv, timeout=6.0, check=False).returncode == 0
+            waited = board_s() - start
+            if answered:
+                return round(waited, 3)
+            if waited >= timeout or time.monotonic() >= give_up:
+                return None
 
-    def _board_seconds_since(self, mark: BoardClockCounters | None, began: float) -> float:
-        now = self.clock_mark() if mark is not None else None
-        if now is None or mark is None or not mark.ticks:
+    def _board_clock(self) -> Callable[[], float]:
+        """The board's own seconds, read the best way the run has: its ticks as the link sees them, else
+        its console's uptime (host time has no ticks, and its board clock need not keep the wall's),
+        else wall / D."""
+        mark = self.clock_mark()
+        if mark is not None and mark.ticks:
+            return lambda: (self.clock_mark() or mark).board_s
+        began = time.monotonic()
+
+        def wall() -> float:
             return (time.monotonic() - began) / self.time.dilation
-        return now.board_s - mark.board_s
+
+        try:
+            assert self.console is not None
+            offset = self.console.uptime_ms() / 1000 - wall()
+        except (NetreproError, AssertionError):
+            return wall
+
+        def uptime() -> float:
+            try:
+                assert self.console is not None
+                return self.console.uptime_ms() / 1000 - offset
+            except (NetreproError, AssertionError):  # a console that stopped answering: the wall's estimate
+                return wall()
+
+        return uptime
 
     def close(self) -> None:
         """Stop the board, then the link (which writes its counters), then the namespace."""

@@ -58,6 +58,7 @@ PROBE_TRIES = 3      # a probe that fails this many times in a row is a hang
 # first came (2.1.3's default 15); the leak check waits that long (board time) before it calls them a leak.
 _REASS_MAXAGE = 15
 _REASS_TICK_S = 1.0
+_RECOVERY_SLACK_S = 5.0  # board seconds past reassembly's timeout a hung board has to answer again
 _INJECT_START_S = 10.0
 
 
@@ -88,6 +89,9 @@ class Finding:
     at_frame: int = 0            # frames sent in the whole fuzz when it was first found
     seen: int = 1                # times it happened (a fresh board each, with keep_going)
     folder: str = ""             # where its reproducer and minimising trials are kept
+    held: str = ""               # a hang: what the board held above its baseline when it stopped answering
+    answered_again_after_s: float | None = None  # a hang: board seconds until it answered a ping again (None: not
+                                                 # within IP reassembly's timeout; it stays hung)
 
 
 @dataclass
@@ -305,6 +309,8 @@ def fuzz_one_board(plan: FuzzPlan, run_dir: Path, stream: Stream, result: FuzzRe
             if not result.boots:
                 progress.step(f"fuzzing with seed {plan.seed}: {_budget(plan)}, a probe every {plan.batch} frames")
             found = fuzz_batches(plan, rig, injector, target, stream, result, progress)
+            if found is not None and found[0].kind == "hang":
+                diagnose_hang(found[0], rig, leak_check, _reassembly_s(result.options), progress)
             if found is None:
                 injector.ask("close", plan.probe_timeout)
                 progress.step(f"leak check: waiting up to {_reassembly_s(result.options):g} s of the board's "
@@ -318,6 +324,19 @@ def fuzz_one_board(plan: FuzzPlan, run_dir: Path, stream: Stream, result: FuzzRe
             return found
         finally:
             injector.close()
+
+
+def diagnose_hang(finding: Finding, rig: Session, leak_check: LeakCheck, reassembly_s: float,
+                  progress: Progress) -> None:
+    """What the board held when it stopped answering, and whether it answers again once the longest that lwIP
+    keeps unfinished input by itself (IP reassembly's timeout) has run: a hang that ends by itself is an outage."""
+    with contextlib.suppress(NetreproError):
+        finding.held = leak_check.above_baseline()
+    finding.answered_again_after_s = rig.answer_s(reassembly_s + _RECOVERY_SLACK_S)
+    again = ("not again" if finding.answered_again_after_s is None
+             else f"again after {finding.answered_again_after_s:g} s of its time")
+    progress.step(f"the hung board held {finding.held or 'an unknown amount (no console)'} above its baseline; "
+                  f"it answered {again}")
 
 
 @dataclass(frozen=True)
@@ -490,6 +509,10 @@ def format_fuzz(result: FuzzResult) -> str:
     for f in result.findings:
         again = f" (seen {f.seen} times, a fresh board each)" if f.seen > 1 else ""
         lines.append(f"  FOUND    {f.kind} after {f.at_frame} frames{again}: {f.detail}")
+        if f.kind == "hang":
+            lines.append(f"  held     {f.held or 'unknown (no console)'} above the baseline; " + (
+                "no answer again within IP reassembly's timeout" if f.answered_again_after_s is None
+                else f"answered again after {f.answered_again_after_s:g} s of the board's time (an outage)"))
         if f.reproducer:
             lines.append(f"  kept     {f.frames} frames: {f.reproducer}"
                          + ("" if f.reproduced is None else f" (reproduced on a fresh board: {f.reproduced})"))
