@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import json
 import multiprocessing
-import re
 import statistics
 import sys
 import tempfile
@@ -61,15 +60,13 @@ def one_run(platform_name: str, profile: str, link: str, workload: str, seconds:
         except Exception as exc:  # a failed run is a state too (heap exhaustion ends the benchmark)
             return {"failed": str(exc)[:200], "wall_s": round(time.monotonic() - start, 1)}
         wall_s = time.monotonic() - start
-        waits = re.findall(r"^SOCK dir=tx .* err_mem_waits=(\d+)", (Path(result.run_dir) / "console.log").read_text(),
-                           re.M)
     a = result.analysis
     return {"mbps": round(result.throughput_mbps if isinstance(result.throughput_mbps, float) else 0.0, 2),
             "capture_goodput_mbps": a.goodput_mbps, "verdict": a.verdict,
             "retransmissions": a.retransmissions, "device_cpu": result.device_cpu.get("busy_percent"),
             "effective_dilation": result.time.get("effective_dilation"), "max_lag_ms": result.time.get("max_lag_ms"),
             "realtime_priority": result.time.get("realtime_priority"), "wall_s": round(wall_s, 1),
-            "err_mem_waits": int(waits[-1]) if waits else None}
+            "err_mem_waits": (result.board_counts or {}).get("err_mem_waits")}
 
 
 def spread(runs: list[dict]) -> dict:

@@ -35,6 +35,7 @@ UDP_WORKLOADS = ("udp-rx", "udp-tx")           # datagrams, no connection: count
 TWO_WAY = ("duplex", "rr")                    # workloads measuring both directions: results per direction
 IPERF_PORT = 5001
 SOCK_PORT = 5002
+_SOCK_MEASURE = ("dir", "bytes", "ms", "kbps")  # the SOCK line's measurement; its other fields are counts
 UDP_PORT = 5003
 UDP_LEN = 1470  # iperf2's UDP payload: a datagram fills one Ethernet frame (1470 + 8 + 20 + 14 = 1512)
 # udp-* without a rate: the sender offers this much (board bit/s), more than any preset's link carries,
@@ -86,6 +87,8 @@ class Transfer:
     per_second_mbps: list[float] = field(default_factory=list)
     source: str = ""                # which side measured it
     datagrams: dict[str, int] = field(default_factory=dict)  # udp-*: sent, received, lost, out_of_order
+    board_counts: dict[str, int] = field(default_factory=dict)  # the board's own counts of it (its SOCK line:
+                                                                # err_mem_waits, sndbuf_waits)
 
     @property
     def mbps(self) -> float:
@@ -293,8 +296,10 @@ def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transf
         server.wait(timeout=_SLACK_S)
     seen = json.loads(out.read_text()) if out.is_file() else {}
     per_second = [b * 8 / 1e6 for b in seen.get("per_second_bytes", [])]
+    counts = {k: int(v) for k, v in event.fields.items() if k not in _SOCK_MEASURE and v.isdigit()}
     return Transfer(direction, event.number("bytes"), event.number("ms") / 1000.0, per_second,
-                    source=f"device socket benchmark ({', '.join(f'{k}={v}' for k, v in event.fields.items())})")
+                    source=f"device socket benchmark ({', '.join(f'{k}={v}' for k, v in event.fields.items())})",
+                    board_counts=counts)
 
 
 @contextlib.contextmanager

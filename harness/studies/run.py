@@ -63,6 +63,8 @@ class RunResult:
     bytes: int | dict[str, int] | None = None
     seconds: float | dict[str, float] | None = None
     datagrams: dict[str, int] | None = None  # udp-*: sent, received, lost, out of order (harness.rig.workload)
+    board_counts: dict[str, int] | None = None  # sock-*: the board's own counts (err_mem_waits: lwIP's ERR_MEM
+                                                # answered by a 50 ms sleep; sndbuf_waits)
     link_counters: dict[str, Any] = field(default_factory=dict)
     time: dict[str, Any] = field(default_factory=dict)  # device time: dilation, rates, whether the host lagged
     device_cpu: dict[str, float] | None = None  # the board's core over the workload: busy %, busy and total ms
@@ -83,6 +85,7 @@ class RunResult:
             self.throughput_mbps, self.per_second_mbps = round(t.mbps, 3), [round(x, 3) for x in t.per_second_mbps]
             self.bytes, self.seconds = t.bytes, round(t.seconds, 3)
             self.datagrams = t.datagrams or None
+            self.board_counts = t.board_counts or None
             return
         self.throughput_mbps = {t.direction: round(t.mbps, 3) for t in transfers}
         self.per_second_mbps = {t.direction: [round(x, 3) for x in t.per_second_mbps] for t in transfers}
