@@ -254,6 +254,7 @@ def test_a_board_session_checks_the_traffic_a_test_drives_itself(netrepro, no_le
             unfinished.expect_no_leaks()
     quiet.expect_no_leaks()
     assert sent.bytes > 0
+    assert set(sent.board_counts) == {"err_mem_waits", "sndbuf_waits"}  # the board's own, as its SOCK line gave them
     assert [(x.name, x.count) for x in leaky.report.leaks] == [("PBUF_POOL", 2)]
     with pytest.raises(AssertionError, match=r"PBUF_POOL: 2 elements not returned"):
         leaky.expect_no_leaks()
