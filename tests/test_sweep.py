@@ -337,22 +337,33 @@ def test_a_run_folder_shipped_from_another_machine_lands_in_the_callers_folder(t
                      "plots": [str(ours / "plots/goodput.png")]}
 
 
+_LIST_NODES = ("import json, sys, ray; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+               "print(json.dumps({n['NodeID']: n['Resources'].get('CPU', 0) for n in ray.nodes() if n['Alive']}))")
+
+
 @pytest.fixture
 def ray_cluster(tmp_path_factory):
-    """A Ray cluster of this one machine, started as a user starts one (`ray start --head`, with Ray's token
-    authentication, which a driver joins with RAY_AUTH_MODE=token and the token ray start keeps), stopped after."""
+    """A Ray cluster of two nodes on this one machine, started as a user starts one (`ray start --head`, then
+    `ray start --address` for a worker node; with Ray's token authentication, which a driver joins with
+    RAY_AUTH_MODE=token and the token ray start keeps), stopped after. The head offers no CPU, so every run
+    goes to the worker node: (the address, {node ID: CPUs})."""
     ray_cli = str(Path(sys.executable).with_name("ray"))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     # Ray's socket paths must stay short: its own temp folder, not pytest's long one
     temp = Path(tempfile.mkdtemp(prefix="nr-ray-"))
-    started = subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--num-cpus=1",
-                              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-                             capture_output=True, text=True, timeout=120, env=_CLUSTER_ENV)
+    address = f"127.0.0.1:{port}"
+    starts = [[ray_cli, "start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false",
+               "--disable-usage-stats", f"--temp-dir={temp}"],
+              [ray_cli, "start", f"--address={address}", "--num-cpus=1", "--disable-usage-stats"]]
     try:
-        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
-        yield f"127.0.0.1:{port}"
+        for argv in starts:
+            started = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=_CLUSTER_ENV)
+            assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+        nodes = subprocess.run([sys.executable, "-c", _LIST_NODES, address], capture_output=True, text=True,
+                               timeout=120, env=_CLUSTER_ENV, check=True)
+        yield address, json.loads(nodes.stdout.strip().splitlines()[-1])
     finally:
         subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=_CLUSTER_ENV)
         shutil.rmtree(temp, ignore_errors=True)
@@ -360,13 +371,16 @@ def ray_cluster(tmp_path_factory):
 
 @pytest.mark.real
 def test_a_sweep_runs_on_a_cluster_given_by_its_address(tmp_path, ray_cluster, no_leftovers):
+    address, nodes = ray_cluster
+    assert sorted(nodes.values()) == [0, 1], nodes   # the head (no CPU) and the worker node
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "sweep", "openmv-n6", "--lwip", "mp-n6-after", "--set",
-                           "TCP_WND=8*TCP_MSS", "--link", "wifi", "--seconds", "2", "--ray-address", ray_cluster,
+                           "TCP_WND=8*TCP_MSS", "--link", "wifi", "--seconds", "2", "--ray-address", address,
                            "--out", str(tmp_path), "--json"], capture_output=True, text=True, timeout=400,
                           env=_CLUSTER_ENV, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (point,) = json.loads(proc.stdout)["points"]
     assert point["status"] == "passed" and len(point["attempts"]) == 1, point
+    assert nodes[point["node"]] == 1, (point["node"], nodes)  # it ran on the worker node, not the caller's head
     run_dir = Path(point["run_dir"])
     assert run_dir.parent.parent == tmp_path            # the caller's sweep folder, whichever node ran it
     result = json.loads((run_dir / "result.json").read_text())

@@ -78,6 +78,7 @@ class TaskOutcome:
     error: str | None = None
     attempts: list[str] = field(default_factory=list)
     host: str | None = None
+    node: str | None = None      # the Ray node of the last attempt
 
     @property
     def passed(self) -> bool:
@@ -99,11 +100,20 @@ def execute_task(task: RunTask) -> dict[str, Any]:
         result = execute_trusted(plan, run_dir).as_dict()
     except NetreproError as exc:
         error, result = str(exc), _saved_result(run_dir)
-    out = {"result": result, "error": error, "host": socket.gethostname(), "tarball": None}
+    out = {"result": result, "error": error, "host": socket.gethostname(), "node": _ray_node(), "tarball": None}
     if not shared:
         out["tarball"] = pack(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
     return out
+
+
+def _ray_node() -> str | None:
+    """The Ray node this runs on (several may share one host), None outside a Ray worker."""
+    try:
+        import ray
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+    except Exception:  # no Ray, or no runtime context here
+        return None
 
 
 def _saved_result(run_dir: Path) -> dict[str, Any] | None:
@@ -238,12 +248,13 @@ class RayRunner:
             raise
         except Exception as exc:  # a lost worker, a cancelled overdue run, an error outside the run
             out = {"result": _saved_result(Path(outcome.task.run_dir)), "error": _lost(exc, outcome.task),
-                   "host": None, "tarball": None}
+                   "host": None, "node": None, "tarball": None}
         if out["tarball"] is not None:
             unpack(out["tarball"], Path(outcome.task.run_dir))
             old = (out["result"] or {}).get("run_dir", outcome.task.run_dir)
             out["result"] = relocate(out["result"], old, outcome.task.run_dir)
-        outcome.result, outcome.error, outcome.host = out["result"], out["error"], out["host"]
+        outcome.result, outcome.error = out["result"], out["error"]
+        outcome.host, outcome.node = out["host"], out.get("node")
         if outcome.error is None and outcome.result is None:
             outcome.error = "the run returned no result"
         if outcome.passed or len(outcome.attempts) >= ATTEMPTS:

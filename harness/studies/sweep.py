@@ -255,7 +255,7 @@ def _set_aside(run_dir: Path) -> None:
 def _pending(key: str, options: dict[str, str], link: LinkPoint, ram: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     return {"key": key, "options": options, "link": link.label, "status": "pending", "throughput_mbps": None,
             "lwip_ram": ram, "effective_options": {}, "analysis": {}, "run_dir": str(run_dir), "error": None,
-            "attempts": [], "host": None}
+            "attempts": [], "host": None, "node": None}
 
 
 def point_figures(outcome: TaskOutcome) -> dict[str, Any]:
@@ -267,6 +267,7 @@ def point_figures(outcome: TaskOutcome) -> dict[str, Any]:
             "effective_options": result.get("options", {}),
             "analysis": {k: analysis[k] for k in ANALYSIS_FIELDS if k in analysis},
             "error": outcome.error, "attempts": list(outcome.attempts), "host": outcome.host,
+            "node": outcome.node,
             "time": {k: result.get("time", {}).get(k) for k in ("mode", "dilation", "host_lagged")}}
 
 
