@@ -37,8 +37,9 @@ CALIBRATION_ENV = "NETREPRO_CALIBRATION"  # where calibrations are kept (default
 CLOCK_SUBTICKS_PER_MS = 8
 MAX_ICOUNT_SHIFT = 10  # 1000 / 2^10 ~ 1 MIPS: slower than that, a run would take hours
 # A board whose host cannot keep the planned D runs slower still (the link follows its clock): a
-# wait timed in the board's seconds may take this many times its planned wall time before it is given up.
-LAG_ALLOWANCE = 3.0
+# wait timed in the board's seconds may take this many times its planned wall time before it is given up
+# (a CI run saw an Xbox board at 2.96 times its planned D just after boot; under network load they run at ~2).
+LAG_ALLOWANCE = 5.0
 
 
 @dataclass(frozen=True)
