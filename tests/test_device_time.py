@@ -118,3 +118,19 @@ def test_calibrating_a_self_paced_board_is_one_line():
                           capture_output=True, text=True, timeout=120, env={**os.environ, "CI": "true"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "paces its clock itself" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_a_peer_run_gets_the_boards_seconds_when_the_host_falls_behind(tmp_path, no_leftovers):
+    """iperf times itself on the wall clock: planned at D = 0.8 (1000 MIPS, beyond this host) it would stop
+    after 1.6 s of wall time, a quarter of the 2 s asked in the board's time at the ~3.2 the host keeps.
+    The board's clock ends it instead, and its figure, converted with the D kept, agrees with the capture's."""
+    out = tmp_path / "runs"
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--lwip", "mp-n6-after",
+                           "--link", "wifi", "--workload", "rx", "--seconds", "2", "--host-mips", "1000",
+                           "--out", str(out), "--quiet", "--json"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "true"})
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["time"]["host_lagged"] is True and result["time"]["effective_dilation"] > 0.8 * 2
+    assert result["seconds"] >= 1.5, result["seconds"]
+    assert result["throughput_mbps"] == pytest.approx(result["analysis"]["goodput_mbps"], rel=0.05)

@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import json
 import math
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -143,11 +144,19 @@ def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
     return _peer_client(rig, workload, _PEER_CLIENT_FLAGS[workload.name], f"{name}peer-iperf-client.csv")
 
 
-def _peer_amount(workload: Workload, time: DeviceTime) -> list[str]:
-    """iperf's amount and report interval, on the wall clock: one report per second of the board's time."""
+def _peer_amount(workload: Workload, time: DeviceTime, allowance: float = 1.0) -> list[str]:
+    """iperf's amount and report interval, on the wall clock: one report per second of the board's time;
+    its duration `allowance` times the planned wall time (more than 1: the board's clock ends it)."""
     interval = ["-i", f"{time.wall_s(1.0):.4g}"]
     return ["-n", str(workload.bytes), *interval] if workload.bytes else \
-        ["-t", f"{time.wall_s(workload.seconds):.4g}", *interval]
+        ["-t", f"{time.wall_s(workload.seconds) * allowance:.4g}", *interval]
+
+
+def _ends_on_board_clock(rig: Session, workload: Workload) -> bool:
+    """Whether the peer's iperf is stopped by the board's clock: a timed one-way rx whose board sends its clock.
+    iperf times itself on the wall clock, so a board that falls behind its planned D would otherwise get
+    fewer seconds of its own time than asked (rr's two legs and duplex's return leg are iperf's own affair)."""
+    return workload.name == "rx" and not workload.bytes and rig.platform.sends_clock(rig.time)
 
 
 def _budget(rig: Session, workload: Workload, legs: int = 1) -> float:
@@ -164,11 +173,13 @@ def _lag_allowance(rig: Session) -> float:
 
 def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: str) -> list[Transfer]:
     start_board_services(rig, workload)
-    argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *_peer_amount(workload, rig.time),
-            "-y", "C", *flags]
+    on_board_clock = _ends_on_board_clock(rig, workload)
+    amount = _peer_amount(workload, rig.time, _lag_allowance(rig) if on_board_clock else 1.0)
+    argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *amount, "-y", "C", *flags]
     legs = 2 if workload.name == "rr" else 1
     start = time.monotonic()
-    out, err, returncode, samples = _run_sampling_clock(rig, argv, _budget(rig, workload, legs))
+    out, err, returncode, samples = _run_sampling_clock(rig, argv, _budget(rig, workload, legs),
+                                                        workload.seconds if on_board_clock else None)
     (rig.run_dir / log_name).write_text(out + err)
     measured = parse_iperf_csv(out, rig.addresses.device)
     transfers = [t.in_board_time(_kept(rig, samples, leg)) for t, leg in _legs(measured, start, legs > 1)]
@@ -181,18 +192,26 @@ def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: s
 ClockSample = tuple[float, float, float]  # Session.clock_sample(): monotonic s, board s, link wall s
 
 
-def _run_sampling_clock(rig: Session, argv: list[str], timeout: float) -> tuple[str, str, int, list[ClockSample]]:
-    """Run a peer program in the namespace, sampling the board's clock as it runs (device time)."""
+def _run_sampling_clock(rig: Session, argv: list[str], timeout: float, stop_after_board_s: float | None = None
+                        ) -> tuple[str, str, int, list[ClockSample]]:
+    """Run a peer program in the namespace, sampling the board's clock as it runs (device time); with
+    `stop_after_board_s`, interrupt it (SIGINT: iperf2 then ends its test and reports) once the board's
+    clock has run that long."""
     proc = rig.namespace.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                text=True)
     samples: list[ClockSample] = []
     deadline = time.monotonic() + timeout
+    interrupted = False
     try:
         while proc.poll() is None:
             if time.monotonic() > deadline:
                 raise NetreproError(f"'{' '.join(argv)}' in the namespace took over {timeout:g} s", "retry")
             if (sample := rig.clock_sample()) is not None:
                 samples.append(sample)
+                if (stop_after_board_s is not None and not interrupted
+                        and sample[1] - samples[0][1] >= stop_after_board_s):
+                    proc.send_signal(signal.SIGINT)  # nsenter exec'd iperf: this is iperf's own pid
+                    interrupted = True
             time.sleep(0.25)
         out, err = proc.communicate(timeout=5)
     finally:
