@@ -56,6 +56,7 @@ def soak(platform: str, minutes: float, rate: str, time_mode: str, out: Path) ->
         return row
     dropped = {way: document["link_counters"][way]["dropped"]["loss"] for way in ("to_device", "to_peer")}
     row.update({"soak": document["soak"], "throughput_mbps": document["throughput_mbps"],
+                "board_seconds": document["seconds"], "dilation_kept": document["time"].get("effective_dilation"),
                 "dropped_by_loss": dropped, "retransmissions": document["analysis"].get("retransmissions"),
                 "run_dir": document["run_dir"]})
     return row
@@ -66,19 +67,23 @@ def write(document: dict[str, Any]) -> None:
     (RESULTS / "soak.json").write_text(json.dumps(document, indent=2) + "\n")
     lines = ["# netrepro soak: minutes of iperf over 1 % loss, 2 ms jitter and reordering", "",
              f"Host: {document['host']}; {document['started']}. Command: `{document['command']}`", "",
-             "| platform | profile | link | board minutes | time | verdict | board alive | peer bytes | "
-             "capture bytes | board bytes | lost frames (to board, to peer) | retransmissions | leaks | wall s |",
-             "|---|---|---|---:|---|---|---|---:|---:|---:|---|---:|---|---:|"]
+             "| platform | profile | link | board minutes asked | covered | time (D kept) | verdict | board alive | "
+             "peer bytes | capture bytes | board bytes | lost frames (to board, to peer) | retransmissions | leaks | "
+             "wall s |",
+             "|---|---|---|---:|---:|---|---|---|---:|---:|---:|---|---:|---|---:|"]
     for r in document["runs"]:
         if "error" in r:
-            lines.append(f"| {r['platform']} | {r['profile']} | {r['link']} | {r['minutes']} | "
+            lines.append(f"| {r['platform']} | {r['profile']} | {r['link']} | {r['minutes']} | | "
                          f"{r['time']} | error: {r['error']} | | | | | | | | |")
             continue
         s, b = r["soak"], r["soak"]["bytes"]
         alive = ", ".join(k for k, v in s["alive"].items() if v)
-        lines.append(f"| {r['platform']} | {r['profile']} | {r['link']} | {r['minutes']} | "
-                     f"{r['time']} | {'passed' if s['ok'] else 'FAILED'} | {alive} | {b['peer']} | {b['capture']} | "
-                     f"{b['board']} | "
+        seconds = r.get("board_seconds") or b["peer"] * 8 / (r["throughput_mbps"] * 1e6)  # older rows: bytes / rate
+        covered = f"{seconds / 60:.2f}"
+        kept = f" ({r['dilation_kept']:g})" if r.get("dilation_kept") else ""
+        lines.append(f"| {r['platform']} | {r['profile']} | {r['link']} | {r['minutes']} | {covered} | "
+                     f"{r['time']}{kept} | {'passed' if s['ok'] else 'FAILED'} | {alive} | {b['peer']} | "
+                     f"{b['capture']} | {b['board']} | "
                      f"{r['dropped_by_loss']['to_device']}, {r['dropped_by_loss']['to_peer']} | "
                      f"{r['retransmissions']} | {s['leaks']} | {r['wall_s']} |")
     lines += ["", "The board's byte count is the capture's less what lwiperf leaves uncounted of its first "
@@ -94,7 +99,8 @@ def main() -> int:
     parser.add_argument("--platforms", nargs="*", default=QEMU_PLATFORMS)
     parser.add_argument("--out", type=Path, default=Path("/tmp/netrepro-soak-bench"))
     parser.add_argument("--append", action="store_true",
-                        help="keep the stored runs of other platforms (one platform at a time on a shared machine)")
+                        help="keep the stored runs of other platforms or time modes (one platform at a time on a "
+                             "shared machine)")
     args = parser.parse_args()
     document: dict[str, Any] = {"host": f"{host.node()} ({host.machine()}, {host.python_version()})",
                                 "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -102,7 +108,8 @@ def main() -> int:
     stored = RESULTS / "soak.json"
     if args.append and stored.is_file():
         earlier = json.loads(stored.read_text())
-        document["runs"] = [r for r in earlier["runs"] if r["platform"] not in args.platforms]
+        document["runs"] = [r for r in earlier["runs"]
+                            if r["platform"] not in args.platforms or r["time"] != args.time]
         document["command"] = f"{earlier['command']}; then {document['command']}"
     for name in args.platforms:
         document["runs"].append(soak(name, args.minutes, args.rate, args.time, args.out))
