@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,8 +27,18 @@ from harness.link import read_pcap
 from harness.link.capture import write_pcap
 from harness.rig.leaks import LeakCheck
 from harness.rig.profile import resolve_profile
-from harness.studies.fuzz import Finding, Injector, diagnose_hang, load_reproducer, retarget
-from harness.studies.fuzz_frames import FAMILIES, Connection, FrameSource, Target, scapy
+from harness.studies.fuzz import (
+    Finding,
+    History,
+    Injector,
+    Kept,
+    Outcome,
+    diagnose_hang,
+    keep_and_minimise,
+    load_reproducer,
+    retarget,
+)
+from harness.studies.fuzz_frames import FAMILIES, Connection, Frame, FrameSource, Target, scapy
 from harness.studies.minimise import ddmin
 from tests.conftest import netrepro_cli
 
@@ -360,3 +371,42 @@ def test_replay_hangs_rt1060_after_only_while_its_pool_is_not_above_ip_reass_max
     assert replayed["reproduced"] is hangs
     assert (replayed["kind"], replayed["detail"]) == (("hang", "no liveness within 2 s, 3 times: no answer to a ping")
                                                       if hangs else ("", ""))
+
+
+def test_history_keeps_the_batches_within_its_window():
+    history = History(window_s=10.0)
+    batches = [[Frame(bytes([n]), "ipv4", f"batch {n}")] for n in range(4)]
+    for at, batch in zip((0.0, 4.0, 9.0, 12.0), batches, strict=True):
+        history.add(at, batch)
+    # at 12 s the batch sent at 0 s is older than the window; the last batch is the finding's own
+    assert [f.what for f in history.before_last()] == ["batch 1", "batch 2"]
+
+
+def test_a_finding_that_built_up_over_batches_is_kept_with_them_and_minimised(tmp_path, monkeypatch):
+    """The batch since the last good probe alone does not hang the board; with the batches sent within IP
+    reassembly's timeout before it, it does (here: seven fragments, as on mp-rt1060-after)."""
+    def fragment(n: int) -> Frame:
+        return Frame(bytes([0x45, n % 256, n // 256]), "ipv4", f"fragment {n}")
+
+    def other(n: int) -> Frame:
+        return Frame(bytes([0x00, n % 256, n // 256]), "tcp-flags", f"frame {n}")
+
+    earlier = [fragment(n) if n % 30 == 0 else other(n) for n in range(1, 200)]
+    batch = [other(1000 + n) for n in range(24)] + [fragment(999)]
+    needed = {f.what for f in earlier + batch if f.family == "ipv4"}
+    assert len(needed) == 7
+
+    def replay(plan, frames, connection, run_dir, progress=None):
+        held = sum(1 for data in frames if data[:1] == b"\x45")
+        return Outcome("hang", "no answer to a ping") if held >= 7 else Outcome()
+
+    monkeypatch.setattr("harness.studies.fuzz.replay_frames", replay)
+    profile = SimpleNamespace(name="mp-rt1060-after", overrides=[])
+    plan = SimpleNamespace(platform=SimpleNamespace(name="openmv-rt1060"), firmware=SimpleNamespace(profile=profile),
+                           seed=104, max_trials=400)
+    finding = Finding("hang", "no answer to a ping", len(batch))
+    keep_and_minimise(plan, finding, Kept(batch, None, earlier), tmp_path, Progress(quiet=True))
+    assert finding.reproduced and finding.kept_since == "reassembly" and finding.frames == len(earlier) + 25
+    assert len(read_pcap(tmp_path / "crash.pcap")) == len(earlier) + 25
+    assert finding.minimise_complete and finding.minimised_frames == 7
+    assert {what.removeprefix("ipv4: ") for what in finding.frames_what} == needed

@@ -33,7 +33,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,9 @@ class Outcome:
 class Finding:
     kind: str                    # fault, hang or leak
     detail: str
-    frames: int                  # frames in the reproducer as kept (since the last good probe)
+    frames: int                  # frames in the reproducer as kept
+    kept_since: str = "probe"    # what they are: "probe", the batch since the last good probe; "reassembly",
+                                 # every batch sent within IP reassembly's timeout (the batch alone did not do it)
     reproducer: str = ""         # crash.pcap
     minimised: str = ""          # crash-min.pcap
     minimised_frames: int | None = None
@@ -257,7 +259,7 @@ def fuzz(plan: FuzzPlan, run_dir: Path, progress: Progress | None = None) -> Fuz
     for finding, batch in kept:
         folder = Path(finding.folder)
         folder.mkdir(parents=True, exist_ok=True)
-        keep_and_minimise(plan, finding, batch.frames, batch.connection, folder, progress)
+        keep_and_minimise(plan, finding, batch, folder, progress)
         result.save()
     return result
 
@@ -341,10 +343,30 @@ def diagnose_hang(finding: Finding, rig: Session, leak_check: LeakCheck, reassem
 
 @dataclass(frozen=True)
 class Kept:
-    """The frames since the last good probe and the connection they aimed at."""
+    """The frames since the last good probe and the connection they aimed at; and the frames of the batches
+    before it that the board may still hold state of (sent within IP reassembly's timeout)."""
 
     frames: list[Frame]
     connection: Connection | None
+    earlier: list[Frame] = field(default_factory=list)
+
+
+@dataclass
+class History:
+    """The batches sent within the last `window_s` wall seconds: what a finding that built up over several
+    batches (fragments held for reassembly) needs to be made again."""
+
+    window_s: float
+    batches: deque[tuple[float, list[Frame]]] = field(default_factory=deque)
+
+    def add(self, at: float, batch: list[Frame]) -> None:
+        self.batches.append((at, batch))
+        while self.batches and at - self.batches[0][0] > self.window_s:
+            self.batches.popleft()
+
+    def before_last(self) -> list[Frame]:
+        """Every frame of the batches kept, but the last batch's."""
+        return [frame for _, batch in list(self.batches)[:-1] for frame in batch]
 
 
 def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Target, stream: Stream,
@@ -353,11 +375,13 @@ def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Targe
     spent (None) or a probe finds something (the finding and its batch); the counts go into result as they
     happen."""
     began = time.monotonic()
+    history = History(rig.time.wall_s(_reassembly_s(result.options)))
     try:
         while not _spent(plan, result.frames_sent, stream.began):
             connection = injector.open(plan.probe_timeout)
             aim = replace(target, connection=connection)
             batch = [stream.source.next(aim) for _ in range(_batch_size(plan, result.frames_sent))]
+            history.add(time.monotonic(), batch)
             injector.send([f.data for f in batch])
             result.frames_sent += len(batch)
             result.batches += 1
@@ -367,7 +391,7 @@ def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Targe
             if not outcome.alive:
                 progress.step(f"{outcome.kind} after {result.frames_sent} frames: {outcome.detail}")
                 return (Finding(outcome.kind, outcome.detail, len(batch), at_frame=result.frames_sent),
-                        Kept(batch, connection))
+                        Kept(batch, connection, history.before_last()))
             result.probes_answered += 1
         return None
     finally:
@@ -375,9 +399,12 @@ def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Targe
         result.frames_per_s = round(result.frames_sent / result.fuzz_seconds, 1) if result.fuzz_seconds else 0.0
 
 
-def keep_and_minimise(plan: FuzzPlan, finding: Finding, frames: list[Frame], connection: Connection | None,
-                      run_dir: Path, progress: Progress) -> None:
-    """crash.pcap (+ .json), whether it reproduces on a fresh board, and crash-min.pcap by delta debugging."""
+def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Path, progress: Progress) -> None:
+    """crash.pcap (+ .json), whether it reproduces on a fresh board, and crash-min.pcap by delta debugging.
+
+    The frames since the last good probe are tried first; when they do not do it again, the frames of the
+    batches sent within IP reassembly's timeout before them are added (state that built up over batches)."""
+    frames, connection = kept.frames, kept.connection
     finding.reproducer = str(save_reproducer(run_dir / "crash.pcap", frames, connection, finding, plan))
     trial_root = run_dir / "trials"
 
@@ -389,6 +416,13 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, frames: list[Frame], con
     progress.step(f"replaying the {len(frames)} frames since the last good probe on a fresh board")
     finding.reproduced = reproduces(frames)
     finding.trials = 1
+    if not finding.reproduced and kept.earlier:
+        frames = kept.earlier + frames
+        progress.step(f"not again: replaying the {len(frames)} frames sent within IP reassembly's timeout")
+        finding.reproduced = reproduces(frames)
+        finding.trials += 1
+        finding.frames, finding.kept_since = len(frames), "reassembly"
+        finding.reproducer = str(save_reproducer(run_dir / "crash.pcap", frames, connection, finding, plan))
     if not finding.reproduced:
         progress.warn("the kept frames did not do it again on a fresh board: nothing to minimise")
         return
@@ -514,7 +548,8 @@ def format_fuzz(result: FuzzResult) -> str:
                 "no answer again within IP reassembly's timeout" if f.answered_again_after_s is None
                 else f"answered again after {f.answered_again_after_s:g} s of the board's time (an outage)"))
         if f.reproducer:
-            lines.append(f"  kept     {f.frames} frames: {f.reproducer}"
+            since = " (every batch within IP reassembly's timeout)" if f.kept_since == "reassembly" else ""
+            lines.append(f"  kept     {f.frames} frames{since}: {f.reproducer}"
                          + ("" if f.reproduced is None else f" (reproduced on a fresh board: {f.reproduced})"))
         if f.minimised:
             done = "" if f.minimise_complete else ", trial budget spent"
