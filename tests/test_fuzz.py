@@ -36,6 +36,7 @@ from harness.studies.fuzz import (
     diagnose_hang,
     keep_and_minimise,
     load_reproducer,
+    readdress,
     retarget,
 )
 from harness.studies.fuzz_frames import FAMILIES, Connection, Frame, FrameSource, Target, scapy
@@ -410,3 +411,13 @@ def test_a_finding_that_built_up_over_batches_is_kept_with_them_and_minimised(tm
     assert len(read_pcap(tmp_path / "crash.pcap")) == len(earlier) + 25
     assert finding.minimise_complete and finding.minimised_frames == 7
     assert {what.removeprefix("ipv4: ") for what in finding.frames_what} == needed
+
+
+def test_a_frame_sent_to_the_recorded_board_goes_to_this_boards_mac_and_others_stay():
+    recorded, here = "52:54:00:12:34:56", "02:00:00:4e:75:74"
+    to_board = bytes.fromhex("525400123456") + bytes(8)
+    broadcast = b"\xff" * 6 + bytes(8)
+    assert readdress(to_board, recorded, here) == bytes.fromhex("0200004e7574") + bytes(8)
+    assert readdress(broadcast, recorded, here) == broadcast
+    assert readdress(to_board, "", here) == to_board  # an older reproducer without the board's MAC
+    assert load_reproducer(REASSEMBLY)[2]["board_mac"] == recorded

@@ -103,7 +103,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     run_dir = make_run_dir(args.out, plan.platform.name, f"replay-{plan.firmware.profile.name}")
     progress.step(f"replaying {len(frames)} frames from {args.pcap}")
     try:
-        outcome = replay_frames(plan, frames, connection, run_dir, progress)
+        outcome = replay_frames(plan, frames, connection, run_dir, progress, board_mac=meta.get("board_mac", ""))
     except NetreproError as exc:
         raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
     document = {"pcap": str(args.pcap), "frames": len(frames), "reproduced": not outcome.alive,

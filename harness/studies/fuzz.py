@@ -349,6 +349,7 @@ class Kept:
     frames: list[Frame]
     connection: Connection | None
     earlier: list[Frame] = field(default_factory=list)
+    board_mac: str = ""   # where the frames were sent (a replay on another board's NIC moves them to its MAC)
 
 
 @dataclass
@@ -391,7 +392,7 @@ def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Targe
             if not outcome.alive:
                 progress.step(f"{outcome.kind} after {result.frames_sent} frames: {outcome.detail}")
                 return (Finding(outcome.kind, outcome.detail, len(batch), at_frame=result.frames_sent),
-                        Kept(batch, connection, history.before_last()))
+                        Kept(batch, connection, history.before_last(), target.board_mac))
             result.probes_answered += 1
         return None
     finally:
@@ -405,13 +406,15 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Pat
     The frames since the last good probe are tried first; when they do not do it again, the frames of the
     batches sent within IP reassembly's timeout before them are added (state that built up over batches)."""
     frames, connection = kept.frames, kept.connection
-    finding.reproducer = str(save_reproducer(run_dir / "crash.pcap", frames, connection, finding, plan))
+    finding.reproducer = str(save_reproducer(run_dir / "crash.pcap", frames, connection, finding, plan,
+                                                 kept.board_mac))
     trial_root = run_dir / "trials"
 
     def reproduces(subset: list[Frame]) -> bool:
         trial_dir = trial_root / f"{len(list(trial_root.glob('*'))) if trial_root.exists() else 0:03d}"
         trial_dir.mkdir(parents=True)
-        return replay_frames(plan, [f.data for f in subset], connection, trial_dir).kind == finding.kind
+        return replay_frames(plan, [f.data for f in subset], connection, trial_dir,
+                             board_mac=kept.board_mac).kind == finding.kind
 
     progress.step(f"replaying the {len(frames)} frames since the last good probe on a fresh board")
     finding.reproduced = reproduces(frames)
@@ -422,7 +425,8 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Pat
         finding.reproduced = reproduces(frames)
         finding.trials += 1
         finding.frames, finding.kept_since = len(frames), "reassembly"
-        finding.reproducer = str(save_reproducer(run_dir / "crash.pcap", frames, connection, finding, plan))
+        finding.reproducer = str(save_reproducer(run_dir / "crash.pcap", frames, connection, finding, plan,
+                                                 kept.board_mac))
     if not finding.reproduced:
         progress.warn("the kept frames did not do it again on a fresh board: nothing to minimise")
         return
@@ -432,18 +436,19 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Pat
     finding.minimise_complete = smallest.complete
     finding.minimised_frames = len(smallest.items)
     finding.frames_what = [f"{f.family}: {f.what}" for f in smallest.items]
-    finding.minimised = str(save_reproducer(run_dir / "crash-min.pcap", smallest.items, connection, finding, plan))
+    finding.minimised = str(save_reproducer(run_dir / "crash-min.pcap", smallest.items, connection, finding, plan,
+                                            kept.board_mac))
 
 
 def save_reproducer(path: Path, frames: list[Frame], connection: Connection | None, finding: Finding,
-                    plan: FuzzPlan) -> Path:
+                    plan: FuzzPlan, board_mac: str = "") -> Path:
     """The frames as a pcap, and beside it (same name, .json) what replay needs to aim them again."""
     write_pcap(path, [f.data for f in frames])
     profile = plan.firmware.profile
     path.with_suffix(".json").write_text(json.dumps({
         "finding": {"kind": finding.kind, "detail": finding.detail}, "platform": plan.platform.name,
         "lwip": profile.name, "set": [f"{k}={v}" for k, v in profile.overrides], "seed": plan.seed,
-        "connection": connection.as_dict() if connection else None,
+        "connection": connection.as_dict() if connection else None, "board_mac": board_mac,
         "frames": [f.as_dict() for f in frames]}, indent=2) + "\n")
     return path
 
@@ -460,19 +465,29 @@ def load_reproducer(path: Path) -> tuple[list[bytes], Connection | None, dict[st
 
 
 def replay_frames(plan: FuzzPlan, frames: list[bytes], connection: Connection | None, run_dir: Path,
-                  progress: Progress | None = None) -> Outcome:
-    """Boot a fresh board, open a connection as the fuzz run had, send the frames moved onto it, probe."""
+                  progress: Progress | None = None, board_mac: str = "") -> Outcome:
+    """Boot a fresh board, open a connection as the fuzz run had, send the frames moved onto it, probe.
+    `board_mac`: the MAC of the board the frames were sent to; frames sent to it go to this board's instead
+    (another platform's NIC would filter them out)."""
     with plan.session(run_dir, progress) as rig:
         injector = Injector(rig)
         try:
-            injector.target(rig, plan.probe_timeout)
+            here = injector.target(rig, plan.probe_timeout).board_mac
             now = injector.open(plan.probe_timeout) if connection is not None else None
             if connection is not None and now is None:
                 return probe(rig, injector, plan.probe_timeout)
-            injector.send([retarget(f, connection, now, rig.addresses.device) for f in frames])
+            injector.send([readdress(retarget(f, connection, now, rig.addresses.device), board_mac, here)
+                           for f in frames])
             return probe(rig, injector, plan.probe_timeout)
         finally:
             injector.close()
+
+
+def readdress(frame: bytes, was_mac: str, now_mac: str) -> bytes:
+    """A frame sent to the MAC `was_mac`, sent to `now_mac` instead (others, broadcasts, as they are)."""
+    if not was_mac or not now_mac or frame[:6] != bytes.fromhex(was_mac.replace(":", "")):
+        return frame
+    return bytes.fromhex(now_mac.replace(":", "")) + frame[6:]
 
 
 def retarget(frame: bytes, was: Connection | None, now: Connection | None, board_ip: str) -> bytes:
