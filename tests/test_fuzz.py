@@ -397,7 +397,7 @@ def test_a_finding_that_built_up_over_batches_is_kept_with_them_and_minimised(tm
     needed = {f.what for f in earlier + batch if f.family == "ipv4"}
     assert len(needed) == 7
 
-    def replay(plan, frames, connection, run_dir, progress=None):
+    def replay(plan, frames, connection, run_dir, progress=None, board_mac=""):
         held = sum(1 for data in frames if data[:1] == b"\x45")
         return Outcome("hang", "no answer to a ping") if held >= 7 else Outcome()
 
