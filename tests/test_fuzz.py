@@ -33,10 +33,12 @@ from harness.studies.fuzz import (
     Injector,
     Kept,
     Outcome,
+    _paced,
     diagnose_hang,
     keep_and_minimise,
     load_reproducer,
     readdress,
+    reproducer_times,
     retarget,
 )
 from harness.studies.fuzz_frames import FAMILIES, Connection, Frame, FrameSource, Target, scapy
@@ -374,13 +376,23 @@ def test_replay_hangs_rt1060_after_only_while_its_pool_is_not_above_ip_reass_max
                                                       if hangs else ("", ""))
 
 
-def test_history_keeps_the_batches_within_its_window():
-    history = History(window_s=10.0)
+def test_history_keeps_the_batches_within_its_window_with_when_each_was_sent():
+    history = History(window_s=10.0, dilation=2.0)
     batches = [[Frame(bytes([n]), "ipv4", f"batch {n}")] for n in range(4)]
     for at, batch in zip((0.0, 4.0, 9.0, 12.0), batches, strict=True):
         history.add(at, batch)
-    # at 12 s the batch sent at 0 s is older than the window; the last batch is the finding's own
-    assert [f.what for f in history.before_last()] == ["batch 1", "batch 2"]
+    # at 12 s the batch sent at 0 s is older than the window; the last batch is the finding's own. Times are
+    # the board's: wall seconds from the first batch kept (4 s) over D = 2.
+    assert [(f.what, f.at) for f in history.before_last()] == [("batch 1", 0.0), ("batch 2", 2.5)]
+    assert [(f.what, f.at) for f in history.last()] == [("batch 3", 4.0)]
+
+
+def test_a_replay_sends_frames_at_the_pace_they_were_sent():
+    frames = [b"a", b"b", b"c", b"d"]
+    assert _paced(frames, [5.0, 5.001, 7.5, 9.0]) == [(0.0, [b"a", b"b"]), (2.5, [b"c"]), (4.0, [b"d"])]
+    assert _paced(frames, None) == [(0.0, frames)]  # an older reproducer: back to back
+    assert reproducer_times({"frames": [{"at": 0.5}, {"family": "ipv4"}]}) is None
+    assert reproducer_times({"frames": [{"at": 0.5}, {"at": 1.0}]}) == [0.5, 1.0]
 
 
 def test_a_finding_that_built_up_over_batches_is_kept_with_them_and_minimised(tmp_path, monkeypatch):
@@ -397,7 +409,8 @@ def test_a_finding_that_built_up_over_batches_is_kept_with_them_and_minimised(tm
     needed = {f.what for f in earlier + batch if f.family == "ipv4"}
     assert len(needed) == 7
 
-    def replay(plan, frames, connection, run_dir, progress=None, board_mac=""):
+    def replay(plan, frames, connection, run_dir, progress=None, board_mac="", times=None):
+        assert times is not None and times == sorted(times)  # paced as the fuzz sent them
         held = sum(1 for data in frames if data[:1] == b"\x45")
         return Outcome("hang", "no answer to a ping") if held >= 7 else Outcome()
 

@@ -15,7 +15,7 @@ from harness.core.progress import Progress
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.platform import load_platform
 from harness.rig.session import make_run_dir
-from harness.studies.fuzz import FuzzPlan, format_fuzz, fuzz, load_reproducer, replay_frames
+from harness.studies.fuzz import FuzzPlan, format_fuzz, fuzz, load_reproducer, replay_frames, reproducer_times
 
 FOUND_EXIT = 1  # fuzz: something was found; replay: the reproducer did it again
 
@@ -103,7 +103,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     run_dir = make_run_dir(args.out, plan.platform.name, f"replay-{plan.firmware.profile.name}")
     progress.step(f"replaying {len(frames)} frames from {args.pcap}")
     try:
-        outcome = replay_frames(plan, frames, connection, run_dir, progress, board_mac=meta.get("board_mac", ""))
+        outcome = replay_frames(plan, frames, connection, run_dir, progress, board_mac=meta.get("board_mac", ""),
+                                times=reproducer_times(meta))
     except NetreproError as exc:
         raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
     document = {"pcap": str(args.pcap), "frames": len(frames), "reproduced": not outcome.alive,

@@ -39,11 +39,12 @@ def read_pcap(path: Path) -> list[tuple[float, bytes]]:
     return out
 
 
-def write_pcap(path: Path, frames: list[bytes], spacing_s: float = 0.001) -> Path:
-    """Write Ethernet frames as a classic pcap (µs), `spacing_s` apart from time 0: what `read_pcap` reads."""
+def write_pcap(path: Path, frames: list[bytes], spacing_s: float = 0.001, times: list[float] | None = None) -> Path:
+    """Write Ethernet frames as a classic pcap (µs), at `times` or `spacing_s` apart from time 0: what
+    `read_pcap` reads."""
     out = bytearray(struct.pack("<IHHiIII", _MICRO, 2, 4, 0, 0, 65535, 1))  # linktype 1: Ethernet
     for i, frame in enumerate(frames):
-        micros = round(i * spacing_s * 1e6)
+        micros = round((times[i] if times is not None else i * spacing_s) * 1e6)
         out += struct.pack("<IIII", micros // 1_000_000, micros % 1_000_000, len(frame), len(frame)) + frame
     Path(path).write_bytes(bytes(out))
     return Path(path)

@@ -58,6 +58,7 @@ PROBE_TRIES = 3      # a probe that fails this many times in a row is a hang
 # first came (2.1.3's default 15); the leak check waits that long (board time) before it calls them a leak.
 _REASS_MAXAGE = 15
 _REASS_TICK_S = 1.0
+_PACE_GRAIN_S = 0.01    # frames sent closer than this (board seconds) are replayed together
 _RECOVERY_SLACK_S = 5.0  # board seconds past reassembly's timeout a hung board has to answer again
 _INJECT_START_S = 10.0
 
@@ -355,9 +356,10 @@ class Kept:
 @dataclass
 class History:
     """The batches sent within the last `window_s` wall seconds: what a finding that built up over several
-    batches (fragments held for reassembly) needs to be made again."""
+    batches (fragments held for reassembly) needs to be made again, and when each was sent."""
 
     window_s: float
+    dilation: float = 1.0  # wall seconds per board second: the frames' times are kept in the board's
     batches: deque[tuple[float, list[Frame]]] = field(default_factory=deque)
 
     def add(self, at: float, batch: list[Frame]) -> None:
@@ -365,9 +367,21 @@ class History:
         while self.batches and at - self.batches[0][0] > self.window_s:
             self.batches.popleft()
 
+    def timed(self) -> list[list[Frame]]:
+        """The batches kept, each frame stamped with when it was sent (board seconds from the first batch)."""
+        if not self.batches:
+            return []
+        first = self.batches[0][0]
+        return [[replace(f, at=(at - first) / self.dilation) for f in batch] for at, batch in self.batches]
+
     def before_last(self) -> list[Frame]:
-        """Every frame of the batches kept, but the last batch's."""
-        return [frame for _, batch in list(self.batches)[:-1] for frame in batch]
+        """Every frame of the batches kept, but the last batch's, stamped."""
+        return [frame for batch in self.timed()[:-1] for frame in batch]
+
+    def last(self) -> list[Frame]:
+        """The last batch's frames, stamped on the same clock as before_last()'s."""
+        timed = self.timed()
+        return timed[-1] if timed else []
 
 
 def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Target, stream: Stream,
@@ -376,7 +390,7 @@ def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Targe
     spent (None) or a probe finds something (the finding and its batch); the counts go into result as they
     happen."""
     began = time.monotonic()
-    history = History(rig.time.wall_s(_reassembly_s(result.options)))
+    history = History(rig.time.wall_s(_reassembly_s(result.options)), rig.time.dilation)
     try:
         while not _spent(plan, result.frames_sent, stream.began):
             connection = injector.open(plan.probe_timeout)
@@ -392,7 +406,7 @@ def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Targe
             if not outcome.alive:
                 progress.step(f"{outcome.kind} after {result.frames_sent} frames: {outcome.detail}")
                 return (Finding(outcome.kind, outcome.detail, len(batch), at_frame=result.frames_sent),
-                        Kept(batch, connection, history.before_last(), target.board_mac))
+                        Kept(history.last(), connection, history.before_last(), target.board_mac))
             result.probes_answered += 1
         return None
     finally:
@@ -413,8 +427,8 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Pat
     def reproduces(subset: list[Frame]) -> bool:
         trial_dir = trial_root / f"{len(list(trial_root.glob('*'))) if trial_root.exists() else 0:03d}"
         trial_dir.mkdir(parents=True)
-        return replay_frames(plan, [f.data for f in subset], connection, trial_dir,
-                             board_mac=kept.board_mac).kind == finding.kind
+        return replay_frames(plan, [f.data for f in subset], connection, trial_dir, board_mac=kept.board_mac,
+                             times=[f.at for f in subset]).kind == finding.kind
 
     progress.step(f"replaying the {len(frames)} frames since the last good probe on a fresh board")
     finding.reproduced = reproduces(frames)
@@ -443,7 +457,8 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Pat
 def save_reproducer(path: Path, frames: list[Frame], connection: Connection | None, finding: Finding,
                     plan: FuzzPlan, board_mac: str = "") -> Path:
     """The frames as a pcap, and beside it (same name, .json) what replay needs to aim them again."""
-    write_pcap(path, [f.data for f in frames])
+    start = frames[0].at if frames else 0.0
+    write_pcap(path, [f.data for f in frames], times=[f.at - start for f in frames])
     profile = plan.firmware.profile
     path.with_suffix(".json").write_text(json.dumps({
         "finding": {"kind": finding.kind, "detail": finding.detail}, "platform": plan.platform.name,
@@ -464,11 +479,21 @@ def load_reproducer(path: Path) -> tuple[list[bytes], Connection | None, dict[st
     return frames, Connection(**conn) if conn else None, meta
 
 
+def reproducer_times(meta: dict[str, Any]) -> list[float] | None:
+    """When the fuzz sent each frame of a reproducer (its .json's `at`, board seconds); None for one written
+    before frames were timed, whose frames go back to back."""
+    frames = meta.get("frames") or []
+    if not frames or any("at" not in f for f in frames):
+        return None
+    return [float(f["at"]) for f in frames]
+
+
 def replay_frames(plan: FuzzPlan, frames: list[bytes], connection: Connection | None, run_dir: Path,
-                  progress: Progress | None = None, board_mac: str = "") -> Outcome:
+                  progress: Progress | None = None, board_mac: str = "", times: list[float] | None = None) -> Outcome:
     """Boot a fresh board, open a connection as the fuzz run had, send the frames moved onto it, probe.
     `board_mac`: the MAC of the board the frames were sent to; frames sent to it go to this board's instead
-    (another platform's NIC would filter them out)."""
+    (another platform's NIC would filter them out). `times`: when the fuzz sent each (board seconds); the
+    frames go at that pace (what builds up over time, like fragments held for reassembly, needs it)."""
     with plan.session(run_dir, progress) as rig:
         injector = Injector(rig)
         try:
@@ -476,11 +501,27 @@ def replay_frames(plan: FuzzPlan, frames: list[bytes], connection: Connection | 
             now = injector.open(plan.probe_timeout) if connection is not None else None
             if connection is not None and now is None:
                 return probe(rig, injector, plan.probe_timeout)
-            injector.send([readdress(retarget(f, connection, now, rig.addresses.device), board_mac, here)
-                           for f in frames])
+            moved = [readdress(retarget(f, connection, now, rig.addresses.device), board_mac, here) for f in frames]
+            began = time.monotonic()
+            for at, group in _paced(moved, times):
+                time.sleep(max(0.0, began + rig.time.wall_s(at) - time.monotonic()))
+                injector.send(group)
             return probe(rig, injector, plan.probe_timeout)
         finally:
             injector.close()
+
+
+def _paced(frames: list[bytes], times: list[float] | None) -> list[tuple[float, list[bytes]]]:
+    """The frames in groups sent at once: (board seconds from the first, frames), in order."""
+    if not times or len(times) != len(frames):
+        return [(0.0, frames)] if frames else []
+    groups: list[tuple[float, list[bytes]]] = []
+    for at, frame in zip((t - times[0] for t in times), frames, strict=True):
+        if groups and at - groups[-1][0] < _PACE_GRAIN_S:
+            groups[-1][1].append(frame)
+        else:
+            groups.append((at, [frame]))
+    return groups
 
 
 def readdress(frame: bytes, was_mac: str, now_mac: str) -> bytes:

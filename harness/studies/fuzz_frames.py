@@ -69,10 +69,11 @@ class Target:
 class Frame:
     data: bytes
     family: str
-    what: str  # the one part made wrong, in words
+    what: str        # the one part made wrong, in words
+    at: float = 0.0  # when it was sent, in seconds of the board's time from the first frame kept with it
 
     def as_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "what": self.what, "bytes": len(self.data)}
+        return {"family": self.family, "what": self.what, "bytes": len(self.data), "at": round(self.at, 4)}
 
 
 def scapy() -> Any:
