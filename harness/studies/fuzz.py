@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -444,14 +445,35 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Pat
     if not finding.reproduced:
         progress.warn("the kept frames did not do it again on a fresh board: nothing to minimise")
         return
-    progress.step(f"minimising by delta debugging (at most {plan.max_trials} trials, a fresh board each)")
-    smallest = ddmin(frames, reproduces, max_trials=plan.max_trials)
-    finding.trials += smallest.trials
+    tried = 0
+    if len(frames) > plan.batch:
+        progress.step(f"dropping whole families of frames the finding does not need ({len(frames)} frames)")
+        frames, tried = drop_families(frames, reproduces, plan.max_trials)
+    progress.step(f"minimising {len(frames)} frames by delta debugging (at most {plan.max_trials - tried} "
+                  "trials, a fresh board each)")
+    smallest = ddmin(frames, reproduces, max_trials=plan.max_trials - tried)
+    finding.trials += tried + smallest.trials
     finding.minimise_complete = smallest.complete
     finding.minimised_frames = len(smallest.items)
     finding.frames_what = [f"{f.family}: {f.what}" for f in smallest.items]
     finding.minimised = str(save_reproducer(run_dir / "crash-min.pcap", smallest.items, connection, finding, plan,
                                             kept.board_mac))
+
+
+def drop_families(frames: list[Frame], reproduces: Callable[[list[Frame]], bool], max_trials: int
+                  ) -> tuple[list[Frame], int]:
+    """Without each family of frames in turn (all its frames at once), kept out when the finding still comes:
+    a coarse first cut before ddmin for a long reproducer whose few frames that matter are spread through it
+    (fragments among every batch of 16 s). (what is left, trials)."""
+    trials = 0
+    for family in sorted({f.family for f in frames}):
+        rest = [f for f in frames if f.family != family]
+        if not rest or trials >= max_trials:
+            continue
+        trials += 1
+        if reproduces(rest):
+            frames = rest
+    return frames, trials
 
 
 def save_reproducer(path: Path, frames: list[Frame], connection: Connection | None, finding: Finding,
