@@ -113,3 +113,18 @@ def test_each_leg_of_a_peer_run_is_converted_with_the_d_the_board_kept_over_it()
     assert [span for _, span in both] == [(100.0, 110.0), (100.0, 110.0)]
     # no samples (the link on wall / D): the planned D
     assert _kept(rig, [], (100.0, 110.0)).dilation == 3.2
+
+
+def test_a_peer_program_that_writes_more_than_a_pipe_holds_still_ends():
+    """A long run's interval reports outgrow a pipe: read as they come, or the program blocks and never ends."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from harness.rig.workload import _run_sampling_clock
+
+    rig = SimpleNamespace(namespace=SimpleNamespace(popen=lambda argv, **kw: subprocess.Popen(argv, **kw)),
+                          clock_sample=lambda: None)
+    writer = "import sys; sys.stdout.write('x' * 300_000); sys.stderr.write('e' * 100_000)"
+    out, err, returncode, samples = _run_sampling_clock(rig, [sys.executable, "-c", writer], timeout=30)
+    assert (len(out), len(err), returncode, samples) == (300_000, 100_000, 0, [])

@@ -19,10 +19,12 @@ import json
 import math
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import IO
 
 from harness.core.errors import NetreproError
 from harness.core.process import stop
@@ -199,6 +201,9 @@ def _run_sampling_clock(rig: Session, argv: list[str], timeout: float, stop_afte
     clock has run that long."""
     proc = rig.namespace.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                text=True)
+    # Read its output as it comes: a long run's interval reports fill a pipe (64 KiB, ~700 iperf lines), and a
+    # program blocked writing to it never ends (a 10-minute device-time soak at D = 6 stopped so).
+    drains = [_Drain(proc.stdout), _Drain(proc.stderr)]
     samples: list[ClockSample] = []
     deadline = time.monotonic() + timeout
     interrupted = False
@@ -213,12 +218,31 @@ def _run_sampling_clock(rig: Session, argv: list[str], timeout: float, stop_afte
                     proc.send_signal(signal.SIGINT)  # nsenter exec'd iperf: this is iperf's own pid
                     interrupted = True
             time.sleep(0.25)
-        out, err = proc.communicate(timeout=5)
+        out, err = (drain.text() for drain in drains)  # to their end, before stop() closes the pipes
     finally:
         stop(proc, grace_s=1.0)
     if (sample := rig.clock_sample()) is not None:
         samples.append(sample)
-    return out or "", err or "", proc.returncode or 0, samples
+    return out, err, proc.returncode or 0, samples
+
+
+class _Drain:
+    """A pipe read to its end by a thread of its own, kept as text."""
+
+    def __init__(self, pipe: IO[str] | None) -> None:
+        self.parts: list[str] = []
+        self.thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def _read(self, pipe: IO[str] | None) -> None:
+        if pipe is not None:
+            with contextlib.suppress(OSError, ValueError):  # closed under it by a teardown
+                for line in pipe:
+                    self.parts.append(line)
+
+    def text(self, timeout: float = 5.0) -> str:
+        self.thread.join(timeout)
+        return "".join(self.parts)
 
 
 def _legs(transfers: list[Transfer], start: float, sequential: bool) -> list[tuple[Transfer, tuple[float, float]]]:
