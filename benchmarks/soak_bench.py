@@ -88,6 +88,7 @@ def write(document: dict[str, Any]) -> None:
                      f"{r['retransmissions']} | {s['leaks']} | {r['wall_s']} |")
     lines += ["", "The board's byte count is the capture's less what lwiperf leaves uncounted of its first "
                   "segment (harness/studies/soak.py)."]
+    lines += ["", *document.get("notes", [])] if document.get("notes") else []
     (RESULTS / "soak.md").write_text("\n".join(lines) + "\n")
 
 
