@@ -29,19 +29,28 @@ from harness.rig.leaks import LeakCheck
 from harness.rig.profile import resolve_profile
 from harness.studies.fuzz import (
     Finding,
-    History,
     Injector,
     Kept,
     Outcome,
-    _paced,
     diagnose_hang,
     keep_and_minimise,
     load_reproducer,
-    readdress,
-    reproducer_times,
     retarget,
 )
-from harness.studies.fuzz_frames import FAMILIES, Connection, Frame, FrameSource, Target, scapy
+from harness.studies.fuzz import (
+    paced as _paced,
+)
+from harness.studies.fuzz_frames import (
+    FAMILIES,
+    Connection,
+    Frame,
+    FrameSource,
+    History,
+    Target,
+    readdress,
+    reproducer_times,
+    scapy,
+)
 from harness.studies.minimise import ddmin
 from tests.conftest import netrepro_cli
 

@@ -15,7 +15,8 @@ from harness.core.progress import Progress
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.platform import load_platform
 from harness.rig.session import make_run_dir
-from harness.studies.fuzz import FuzzPlan, format_fuzz, fuzz, load_reproducer, replay_frames, reproducer_times
+from harness.studies.fuzz import FuzzPlan, format_fuzz, fuzz, load_reproducer, replay_frames
+from harness.studies.fuzz_frames import reproducer_times
 
 FOUND_EXIT = 1  # fuzz: something was found; replay: the reproducer did it again
 

@@ -33,8 +33,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections import Counter, deque
-from collections.abc import Callable
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,16 @@ from harness.rig.leaks import LeakCheck
 from harness.rig.peer import TAP_NAME
 from harness.rig.platform import PROJECT_ROOT, Platform
 from harness.rig.session import Session
-from harness.studies.fuzz_frames import Connection, Frame, FrameSource, Target
+from harness.studies.fuzz_frames import (
+    PACE_GRAIN_S,
+    Connection,
+    Frame,
+    FrameSource,
+    History,
+    Target,
+    drop_families,
+    readdress,
+)
 from harness.studies.minimise import ddmin
 
 ECHO_PORT = 7        # the board's echo service (firmware/apps/echo.c): listening from boot
@@ -59,7 +67,6 @@ PROBE_TRIES = 3      # a probe that fails this many times in a row is a hang
 # first came (2.1.3's default 15); the leak check waits that long (board time) before it calls them a leak.
 _REASS_MAXAGE = 15
 _REASS_TICK_S = 1.0
-_PACE_GRAIN_S = 0.01    # frames sent closer than this (board seconds) are replayed together
 _RECOVERY_SLACK_S = 5.0  # board seconds past reassembly's timeout a hung board has to answer again
 _INJECT_START_S = 10.0
 
@@ -354,37 +361,6 @@ class Kept:
     board_mac: str = ""   # where the frames were sent (a replay on another board's NIC moves them to its MAC)
 
 
-@dataclass
-class History:
-    """The batches sent within the last `window_s` wall seconds: what a finding that built up over several
-    batches (fragments held for reassembly) needs to be made again, and when each was sent."""
-
-    window_s: float
-    dilation: float = 1.0  # wall seconds per board second: the frames' times are kept in the board's
-    batches: deque[tuple[float, list[Frame]]] = field(default_factory=deque)
-
-    def add(self, at: float, batch: list[Frame]) -> None:
-        self.batches.append((at, batch))
-        while self.batches and at - self.batches[0][0] > self.window_s:
-            self.batches.popleft()
-
-    def timed(self) -> list[list[Frame]]:
-        """The batches kept, each frame stamped with when it was sent (board seconds from the first batch)."""
-        if not self.batches:
-            return []
-        first = self.batches[0][0]
-        return [[replace(f, at=(at - first) / self.dilation) for f in batch] for at, batch in self.batches]
-
-    def before_last(self) -> list[Frame]:
-        """Every frame of the batches kept, but the last batch's, stamped."""
-        return [frame for batch in self.timed()[:-1] for frame in batch]
-
-    def last(self) -> list[Frame]:
-        """The last batch's frames, stamped on the same clock as before_last()'s."""
-        timed = self.timed()
-        return timed[-1] if timed else []
-
-
 def fuzz_batches(plan: FuzzPlan, rig: Session, injector: Injector, target: Target, stream: Stream,
                  result: FuzzResult, progress: Progress) -> tuple[Finding, Kept] | None:
     """Batches of frames, each on a freshly opened connection and followed by a probe, until the budget is
@@ -460,22 +436,6 @@ def keep_and_minimise(plan: FuzzPlan, finding: Finding, kept: Kept, run_dir: Pat
                                             kept.board_mac))
 
 
-def drop_families(frames: list[Frame], reproduces: Callable[[list[Frame]], bool], max_trials: int
-                  ) -> tuple[list[Frame], int]:
-    """Without each family of frames in turn (all its frames at once), kept out when the finding still comes:
-    a coarse first cut before ddmin for a long reproducer whose few frames that matter are spread through it
-    (fragments among every batch of 16 s). (what is left, trials)."""
-    trials = 0
-    for family in sorted({f.family for f in frames}):
-        rest = [f for f in frames if f.family != family]
-        if not rest or trials >= max_trials:
-            continue
-        trials += 1
-        if reproduces(rest):
-            frames = rest
-    return frames, trials
-
-
 def save_reproducer(path: Path, frames: list[Frame], connection: Connection | None, finding: Finding,
                     plan: FuzzPlan, board_mac: str = "") -> Path:
     """The frames as a pcap, and beside it (same name, .json) what replay needs to aim them again."""
@@ -501,15 +461,6 @@ def load_reproducer(path: Path) -> tuple[list[bytes], Connection | None, dict[st
     return frames, Connection(**conn) if conn else None, meta
 
 
-def reproducer_times(meta: dict[str, Any]) -> list[float] | None:
-    """When the fuzz sent each frame of a reproducer (its .json's `at`, board seconds); None for one written
-    before frames were timed, whose frames go back to back."""
-    frames = meta.get("frames") or []
-    if not frames or any("at" not in f for f in frames):
-        return None
-    return [float(f["at"]) for f in frames]
-
-
 def replay_frames(plan: FuzzPlan, frames: list[bytes], connection: Connection | None, run_dir: Path,
                   progress: Progress | None = None, board_mac: str = "", times: list[float] | None = None) -> Outcome:
     """Boot a fresh board, open a connection as the fuzz run had, send the frames moved onto it, probe.
@@ -525,7 +476,7 @@ def replay_frames(plan: FuzzPlan, frames: list[bytes], connection: Connection | 
                 return probe(rig, injector, plan.probe_timeout)
             moved = [readdress(retarget(f, connection, now, rig.addresses.device), board_mac, here) for f in frames]
             began = time.monotonic()
-            for at, group in _paced(moved, times):
+            for at, group in paced(moved, times):
                 time.sleep(max(0.0, began + rig.time.wall_s(at) - time.monotonic()))
                 injector.send(group)
             return probe(rig, injector, plan.probe_timeout)
@@ -533,24 +484,17 @@ def replay_frames(plan: FuzzPlan, frames: list[bytes], connection: Connection | 
             injector.close()
 
 
-def _paced(frames: list[bytes], times: list[float] | None) -> list[tuple[float, list[bytes]]]:
+def paced(frames: list[bytes], times: list[float] | None) -> list[tuple[float, list[bytes]]]:
     """The frames in groups sent at once: (board seconds from the first, frames), in order."""
     if not times or len(times) != len(frames):
         return [(0.0, frames)] if frames else []
     groups: list[tuple[float, list[bytes]]] = []
     for at, frame in zip((t - times[0] for t in times), frames, strict=True):
-        if groups and at - groups[-1][0] < _PACE_GRAIN_S:
+        if groups and at - groups[-1][0] < PACE_GRAIN_S:
             groups[-1][1].append(frame)
         else:
             groups.append((at, [frame]))
     return groups
-
-
-def readdress(frame: bytes, was_mac: str, now_mac: str) -> bytes:
-    """A frame sent to the MAC `was_mac`, sent to `now_mac` instead (others, broadcasts, as they are)."""
-    if not was_mac or not now_mac or frame[:6] != bytes.fromhex(was_mac.replace(":", "")):
-        return frame
-    return bytes.fromhex(now_mac.replace(":", "")) + frame[6:]
 
 
 def retarget(frame: bytes, was: Connection | None, now: Connection | None, board_ip: str) -> bytes:

@@ -30,7 +30,9 @@ from __future__ import annotations
 import logging
 import random
 import struct
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 CLOSED_PORT = 4242  # a port no board service listens on
@@ -326,3 +328,71 @@ class FrameSource:
             tcp.window = 0
             what = "window 0"
         return self._segment(t, tcp, data=data), f"{what} {aim}"
+
+
+# ------------------------------------------------------------------ reproducers: what a replay needs
+
+PACE_GRAIN_S = 0.01  # frames sent closer than this (board seconds) are replayed together
+
+
+def drop_families(frames: list[Frame], reproduces: Callable[[list[Frame]], bool], max_trials: int
+                  ) -> tuple[list[Frame], int]:
+    """Without each family of frames in turn (all its frames at once), kept out when the finding still comes:
+    a coarse first cut before ddmin for a long reproducer whose few frames that matter are spread through it
+    (fragments among every batch of 16 s). (what is left, trials)."""
+    trials = 0
+    for family in sorted({f.family for f in frames}):
+        rest = [f for f in frames if f.family != family]
+        if not rest or trials >= max_trials:
+            continue
+        trials += 1
+        if reproduces(rest):
+            frames = rest
+    return frames, trials
+
+
+def reproducer_times(meta: dict[str, Any]) -> list[float] | None:
+    """When the fuzz sent each frame of a reproducer (its .json's `at`, board seconds); None for one written
+    before frames were timed, whose frames go back to back."""
+    frames = meta.get("frames") or []
+    if not frames or any("at" not in f for f in frames):
+        return None
+    return [float(f["at"]) for f in frames]
+
+
+def readdress(frame: bytes, was_mac: str, now_mac: str) -> bytes:
+    """A frame sent to the MAC `was_mac`, sent to `now_mac` instead (others, broadcasts, as they are)."""
+    if not was_mac or not now_mac or frame[:6] != bytes.fromhex(was_mac.replace(":", "")):
+        return frame
+    return bytes.fromhex(now_mac.replace(":", "")) + frame[6:]
+
+
+@dataclass
+class History:
+    """The batches sent within the last `window_s` wall seconds: what a finding that built up over several
+    batches (fragments held for reassembly) needs to be made again, and when each was sent."""
+
+    window_s: float
+    dilation: float = 1.0  # wall seconds per board second: the frames' times are kept in the board's
+    batches: deque[tuple[float, list[Frame]]] = field(default_factory=deque)
+
+    def add(self, at: float, batch: list[Frame]) -> None:
+        self.batches.append((at, batch))
+        while self.batches and at - self.batches[0][0] > self.window_s:
+            self.batches.popleft()
+
+    def timed(self) -> list[list[Frame]]:
+        """The batches kept, each frame stamped with when it was sent (board seconds from the first batch)."""
+        if not self.batches:
+            return []
+        first = self.batches[0][0]
+        return [[replace(f, at=(at - first) / self.dilation) for f in batch] for at, batch in self.batches]
+
+    def before_last(self) -> list[Frame]:
+        """Every frame of the batches kept, but the last batch's, stamped."""
+        return [frame for batch in self.timed()[:-1] for frame in batch]
+
+    def last(self) -> list[Frame]:
+        """The last batch's frames, stamped on the same clock as before_last()'s."""
+        timed = self.timed()
+        return timed[-1] if timed else []
