@@ -50,13 +50,13 @@ from harness.rig.peer import TAP_NAME
 from harness.rig.platform import PROJECT_ROOT, Platform
 from harness.rig.session import Session
 from harness.studies.fuzz_frames import (
-    PACE_GRAIN_S,
     Connection,
     Frame,
     FrameSource,
     History,
     Target,
     drop_families,
+    paced,
     readdress,
 )
 from harness.studies.minimise import ddmin
@@ -482,19 +482,6 @@ def replay_frames(plan: FuzzPlan, frames: list[bytes], connection: Connection | 
             return probe(rig, injector, plan.probe_timeout)
         finally:
             injector.close()
-
-
-def paced(frames: list[bytes], times: list[float] | None) -> list[tuple[float, list[bytes]]]:
-    """The frames in groups sent at once: (board seconds from the first, frames), in order."""
-    if not times or len(times) != len(frames):
-        return [(0.0, frames)] if frames else []
-    groups: list[tuple[float, list[bytes]]] = []
-    for at, frame in zip((t - times[0] for t in times), frames, strict=True):
-        if groups and at - groups[-1][0] < PACE_GRAIN_S:
-            groups[-1][1].append(frame)
-        else:
-            groups.append((at, [frame]))
-    return groups
 
 
 def retarget(frame: bytes, was: Connection | None, now: Connection | None, board_ip: str) -> bytes:

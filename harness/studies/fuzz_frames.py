@@ -335,6 +335,19 @@ class FrameSource:
 PACE_GRAIN_S = 0.01  # frames sent closer than this (board seconds) are replayed together
 
 
+def paced(frames: list[bytes], times: list[float] | None) -> list[tuple[float, list[bytes]]]:
+    """The frames in groups sent at once: (board seconds from the first, frames), in order."""
+    if not times or len(times) != len(frames):
+        return [(0.0, frames)] if frames else []
+    groups: list[tuple[float, list[bytes]]] = []
+    for at, frame in zip((t - times[0] for t in times), frames, strict=True):
+        if groups and at - groups[-1][0] < PACE_GRAIN_S:
+            groups[-1][1].append(frame)
+        else:
+            groups.append((at, [frame]))
+    return groups
+
+
 def drop_families(frames: list[Frame], reproduces: Callable[[list[Frame]], bool], max_trials: int
                   ) -> tuple[list[Frame], int]:
     """Without each family of frames in turn (all its frames at once), kept out when the finding still comes:
