@@ -498,14 +498,16 @@ def linux_capture_possible() -> str | None:
 
 
 def linux_capture(path: Path, seconds: float = 2.0, rate: str = "50mbit", device_receives: bool = True,
-                  queue_bytes: int = 64000, snaplen: int = 128) -> Path:
+                  queue_bytes: int = 64000, snaplen: int = 128, receive_buffer: str | None = None) -> Path:
     """A real Linux TCP transfer (iperf2) through a rate-limited router, captured at the device.
 
     Three private namespaces: "device" (10.77.0.2), a router, and "peer" (10.77.1.1). A tbf qdisc
     on the router's interface toward the receiver limits the rate and drops beyond queue_bytes,
     as a real bottleneck does (no local backpressure to the sender). Segmentation offload is
     limited to one segment so the capture holds wire-size frames. dumpcap writes a classic pcap
-    at the device's interface. Everything is removed afterwards.
+    at the device's interface. receive_buffer (iperf -w on the receiving side) bounds the receiver's
+    window: below queue_bytes, the router never drops and a short stall of either process leaves the
+    queue enough to keep the link busy. Everything is removed afterwards.
     """
     import os
     import signal
@@ -553,7 +555,8 @@ def linux_capture(path: Path, seconds: float = 2.0, rate: str = "50mbit", device
             time.sleep(0.05)
         time.sleep(0.3)
         srv_ns, cli_ns = (dev_ns, peer_ns) if device_receives else (peer_ns, dev_ns)
-        server = bg(srv_ns, "iperf", "-s", "-p", "5001")
+        sizing = ["-w", receive_buffer] if receive_buffer else []  # the server receives
+        server = bg(srv_ns, "iperf", "-s", "-p", "5001", *sizing)
         time.sleep(0.3)
         dst = "10.77.0.2" if device_receives else "10.77.1.1"
         sh("iperf", "-c", dst, "-p", "5001", "-t", f"{seconds:g}", ns=cli_ns)

@@ -426,6 +426,7 @@ def test_counts_agree_with_tshark_on_two_connections(capdir):
 
 @pytest.mark.skipif(linux_capture_possible() is not None, reason=str(linux_capture_possible()))
 def test_real_linux_transfer_agrees_with_tshark(tmp_path, no_leftovers):
+    """A lossy transfer (Linux's window outgrows the router's 20000 B queue): every count as tshark counts it."""
     path = linux_capture(tmp_path / "linux.pcap", seconds=1.5, rate="20mbit", queue_bytes=20000)
     a = load_capture(path, device_ip="10.77.0.2", link_rate_bps=20e6)
     assert a.frames == tshark_count(path)
@@ -436,6 +437,18 @@ def test_real_linux_transfer_agrees_with_tshark(tmp_path, no_leftovers):
     assert a.data_direction == "peer->device"
     assert a.truncated  # dumpcap kept 128 bytes of each frame
     assert any("snap length (128 bytes kept)" in w for w in a.warnings)
+    assert 0 < a.goodput_mbps <= 20  # never above the link's rate (tbf's 16 KB burst included)
+
+
+@pytest.mark.skipif(linux_capture_possible() is not None, reason=str(linux_capture_possible()))
+def test_real_linux_transfer_at_the_link_rate_reads_link_limited(tmp_path, no_leftovers):
+    """A lossless transfer: the receiver's window (iperf -w 64K) stays under the router's 256000 B queue, so
+    the queue never drops and keeps the link busy through a stall of either process (~50 ms of it queued);
+    the capture must read the link's payload rate, ~19 of 20 Mbit/s, and say the link limited it."""
+    path = linux_capture(tmp_path / "linux.pcap", seconds=1.5, rate="20mbit", queue_bytes=256000,
+                         receive_buffer="64K")
+    a = load_capture(path, device_ip="10.77.0.2", link_rate_bps=20e6)
+    assert a.retransmissions == 0 == tshark_count(path, "tcp.analysis.retransmission")
     assert a.goodput_mbps == pytest.approx(19, rel=0.1)
     assert a.verdict == "link-limited", a.verdict_reason
 
