@@ -55,9 +55,10 @@ def leftover_processes() -> set[tuple[int, str]]:
     return {(pid, table[pid][1]) for pid in ours if any(mark in table[pid][1] for mark in _LEFTOVER_MARKS)}
 
 
-def socket_dirs() -> set[Path]:
-    """The short-lived socket folders runs create (/tmp/nr-*)."""
-    return set(Path("/tmp").glob("nr-*"))
+def socket_dirs(owner: int | None = None) -> set[Path]:
+    """The short-lived socket folders runs create (/tmp/nr-PID-*): every one, or those of the process `owner`
+    (other tests may run beside this one)."""
+    return set(Path("/tmp").glob(f"nr-{owner}-*" if owner else "nr-*"))
 
 
 def netrepro_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None
@@ -101,7 +102,7 @@ def interrupt_run(args: list[str], started: str, settle_s: float, to_group: bool
             out, err = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail(f"netrepro still running 30 s after SIGINT; it printed: {''.join(seen)[-800:]}")
-        return Interrupted(proc.returncode, out, "".join(seen) + err, round(time.monotonic() - sent, 1))
+        return Interrupted(proc.returncode, out, "".join(seen) + err, round(time.monotonic() - sent, 1), proc.pid)
     finally:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -117,6 +118,7 @@ class Interrupted:
     out: str
     err: str
     stop_s: float
+    pid: int  # netrepro's own
 
     def __str__(self) -> str:
         return f"exit {self.code} {self.stop_s} s after SIGINT; stderr ends: {self.err[-600:]}"
@@ -139,3 +141,18 @@ def no_leftovers():
     yield
     left = {p for p in leftover_processes() - before if p[0] != os.getpid()}
     assert not left, f"processes left behind: {sorted(left)}"
+
+
+# `ray stop` (the cluster test's teardown) ends every Ray instance of the user on this machine
+_RAY_MODULES = {"test_sweep", "test_tune"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """For parallel workers (`-n 2 --dist loadgroup`): tests that share a module fixture stay on one worker,
+    as do the Ray tests; every other test goes wherever a worker is free."""
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        shares = any(d.scope == "module" for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs)
+        group = "ray" if module in _RAY_MODULES else module if shares else None
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))

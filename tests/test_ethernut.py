@@ -124,12 +124,12 @@ def test_the_host_summary_is_parsed():
 def test_ctrl_c_to_the_terminal_group_stops_the_board_host_too(tmp_path):
     """Every process of the foreground group gets SIGINT, the board host included: it prints its
     summary and exits, and netrepro still tears down the rest and keeps the folder."""
-    before, sockets = leftover_processes(), socket_dirs()
+    before = leftover_processes()
     stopped = interrupt_run(["run", "ethernut2", "--link", "ethernet", "--workload", "discard", "--chunk", "536",
                              "--out", str(tmp_path)], "running discard", settle_s=3, to_group=True)
     assert stopped.code == 130, stopped
     assert leftover_processes() - before == set()
-    assert socket_dirs() - sockets == set()
+    assert socket_dirs(stopped.pid) == set()
     (run_dir,) = list(Path(tmp_path).iterdir())
     assert json.loads((run_dir / "result.json").read_text())["status"] == "interrupted"
     assert "stopped; simulated" in (run_dir / "host.log").read_text()

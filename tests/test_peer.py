@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -39,22 +40,22 @@ def test_the_peer_pings_the_board_and_learns_its_mac(n6, firmware, tmp_path, no_
 
 
 def test_a_failure_inside_a_run_tears_everything_down(n6, firmware, tmp_path):
-    before, sockets = leftover_processes(), socket_dirs()
+    before = leftover_processes()
     with pytest.raises(NetreproError, match="did not print"), Session(n6, firmware, tmp_path, LinkSpec()) as rig:
         rig.console.expect("this never appears", timeout=0.5)
     assert leftover_processes() - before == set()
-    assert socket_dirs() - sockets == set()
+    assert socket_dirs(os.getpid()) == set()
     assert (tmp_path / "console.log").read_text().count("netrepro firmware") == 1
 
 
 @pytest.mark.parametrize("to_group", [False, True], ids=["signal-to-netrepro", "ctrl-c-to-terminal-group"])
 def test_ctrl_c_during_a_run_stops_everything_and_keeps_the_folder(tmp_path, to_group):
-    before, sockets = leftover_processes(), socket_dirs()
+    before = leftover_processes()
     stopped = interrupt_run(["run", "openmv-n6", "--workload", "rx", "--seconds", "60", "--out", str(tmp_path)],
                             "running rx", settle_s=2, to_group=to_group)
     assert stopped.code == 130, stopped
     assert leftover_processes() - before == set()
-    assert socket_dirs() - sockets == set()
+    assert socket_dirs(stopped.pid) == set()
     (run_dir,) = list(Path(tmp_path).iterdir())
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "interrupted"

@@ -87,8 +87,9 @@ class Session:
         return self
 
     def _start(self) -> None:
-        # Unix socket paths are limited to 108 bytes, so they live in a short temp folder.
-        self.sock_dir = Path(tempfile.mkdtemp(prefix="nr-", dir="/tmp"))
+        # Unix socket paths are limited to 108 bytes, so they live in a short temp folder, named after
+        # the process that made it (a folder left behind names its owner).
+        self.sock_dir = Path(tempfile.mkdtemp(prefix=f"nr-{os.getpid()}-", dir="/tmp"))
         # device time on QEMU: the link follows the board's own clock, sent on its clock port
         follows = self.platform.sends_clock(self.time)
         nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock",
