@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec, read_pcap
 from harness.rig.build import build_firmware
+from harness.rig.engine import QMP_TIMEOUT_S
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session
 from tests.conftest import interrupt_run, leftover_processes, socket_dirs
@@ -46,6 +49,20 @@ def test_a_failure_inside_a_run_tears_everything_down(n6, firmware, tmp_path):
     assert leftover_processes() - before == set()
     assert socket_dirs(os.getpid()) == set()
     assert (tmp_path / "console.log").read_text().count("netrepro firmware") == 1
+
+
+def test_a_qemu_that_no_longer_answers_qmp_is_still_stopped(n6, firmware, tmp_path):
+    """A QEMU whose monitor never answers (here stopped by SIGSTOP; seen with a faulted guest spinning
+    with its interrupts off on a loaded host) is signalled after QMP's timeout, not waited on forever."""
+    before = leftover_processes()
+    with Session(n6, firmware, tmp_path, LinkSpec()) as rig:
+        qemu = rig.engine.pid
+        os.kill(qemu, signal.SIGSTOP)
+        began = time.monotonic()
+    assert time.monotonic() - began < QMP_TIMEOUT_S + 10
+    assert not Path(f"/proc/{qemu}").exists()
+    assert leftover_processes() - before == set()
+    assert socket_dirs(os.getpid()) == set()
 
 
 @pytest.mark.parametrize("to_group", [False, True], ids=["signal-to-netrepro", "ctrl-c-to-terminal-group"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from harness.core.process import spawn_console, stop
 from harness.rig.console import Console
 from harness.rig.devicetime import DeviceTime
 from harness.rig.platform import Platform
+
+QMP_TIMEOUT_S = 10.0  # QEMU answers a QMP command in milliseconds, on a loaded host too
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class QemuEngine(EngineProcess):
         except Exception as exc:  # QEMU refused its arguments after opening the socket, or died
             raise NetreproError(f"QEMU exited at start: {self._exit_reason()}",
                                 f"see {self.run_dir / 'qemu-cmdline.txt'}") from exc
+        qmp.settimeout(QMP_TIMEOUT_S)  # a command QEMU never answers must not hold the run forever
         return qmp
 
     def _exit_reason(self) -> str:
@@ -166,16 +170,20 @@ class QemuEngine(EngineProcess):
         return str(self.qmp.cmd("query-status")["status"])
 
     def stop(self) -> None:
-        """Quit QEMU (QMP first, then signals); safe to call more than once."""
+        """Quit QEMU (QMP first, then signals); safe to call more than once. A QEMU that does not answer
+        QMP (seen with a guest spinning with interrupts off on a loaded host) is signalled instead."""
+        asked = False
         if self.qmp is not None:
             with contextlib.suppress(Exception):
                 self.qmp.cmd("quit")
+                asked = True
+        if self.child is not None:
+            stop(self.child, sig=None if asked else signal.SIGTERM)
+            self.child = None
+        if self.qmp is not None:  # after QEMU has gone, so its socket is closed and this cannot wait
             with contextlib.suppress(Exception):
                 self.qmp.close()
             self.qmp = None
-        if self.child is not None:
-            stop(self.child, sig=None)  # asked over QMP
-            self.child = None
 
 
 class SimavrBoardHost(EngineProcess):
