@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -145,14 +146,32 @@ def no_leftovers():
 
 # `ray stop` (the cluster test's teardown) ends every Ray instance of the user on this machine
 _RAY_MODULES = {"test_sweep", "test_tune"}
+# The longest modules start first, so no worker is left with one of them at the end.
+_LONGEST_FIRST = ("test_reports", "test_xbox", "test_fuzz", "test_sweep", "test_tune", "test_readme_examples")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For parallel workers (`-n 2 --dist loadgroup`): tests that share a module fixture stay on one worker,
+    items.sort(key=lambda item: item.module.__name__.rsplit(".", 1)[-1] not in _LONGEST_FIRST)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Parallel workers (`./test` runs two): the tests of a module with a module fixture stay on one worker,
     as do the Ray tests; every other test goes wherever a worker is free."""
-    for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1]
-        shares = any(d.scope == "module" for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs)
-        group = "ray" if module in _RAY_MODULES else module if shares else None
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None  # a distribution the caller chose
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            if Path(path).stem in _RAY_MODULES:
+                return "ray"
+            return path if _shares_a_module_fixture(config.rootpath / path) else nodeid
+
+    return Groups(config, log)
+
+
+@functools.cache
+def _shares_a_module_fixture(module: Path) -> bool:
+    return 'scope="module"' in module.read_text()

@@ -76,11 +76,15 @@ def test_the_table_lists_the_frontier_effective_values_the_profiles_and_the_head
     doc = {"platform": "openmv-rt1060", "folder": "/runs/t", "budget": 27388, "options": ["TCP_WND"], "link": "wifi",
            "workload": {"name": "sock-rx"}, "time": "device", "trials": trials, "frontier": [4, 8], "best": 8,
            "compared": [{"label": "mp-rt1060-after", "ram": 27388, "throughput_mbps": 22.4, "verdict": "window-limited",
-                         "run_dir": "/runs/t/profile-mp-rt1060-after"}], "lwipopts": "/runs/t/lwipopts.h"}
+                         "run_dir": "/runs/t/profile-mp-rt1060-after", "error": None},
+                        {"label": "mp-rt1060-before", "ram": 30000, "throughput_mbps": None, "verdict": None,
+                         "run_dir": "/runs/t/profile-mp-rt1060-before", "error": "the run returned no result"}],
+           "lwipopts": "/runs/t/lwipopts.h"}
     text = format_tune(doc)
     assert "2 trials run, 1 pruned" in text and "budget 27388 B (26.7 KiB)" in text
     assert "11680      26000   30.00  window-limited  <- best" in text
-    assert "mp-rt1060-after      RAM 27388 B, 22.40 Mbit/s, window-limited" in text
+    assert "mp-rt1060-after      RAM 27388 B, 22.40 Mbit/s, window-limited\n" in text
+    assert "mp-rt1060-before     RAM 30000 B, failed, - (the run returned no result)" in text
     assert "best within the budget: /runs/t/lwipopts.h (use it with --lwip)" in text
 
 
@@ -108,6 +112,7 @@ def test_a_real_tune_runs_trials_prunes_what_lwip_rejects_and_writes_a_lwipopts_
     assert len(ran) == 1 and ran[0]["throughput_mbps"] > 0 and ran[0]["lwip_ram"] <= doc["budget"]
     assert all(t["reason"] for t in doc["trials"] if t["state"] == "pruned")
     (after,) = doc["compared"]
+    assert after["error"] is None, after
     assert after["label"] == "mp-rt1060-after" and after["ram"] == doc["budget"] and after["throughput_mbps"] > 10
     assert doc["best"] == ran[0]["number"] and doc["frontier"] == [ran[0]["number"]]
     header = Path(doc["lwipopts"])

@@ -205,21 +205,23 @@ def _figures(outcome: TaskOutcome) -> dict[str, Any]:
 
 def _compared(tuning: Tuning, platform: Platform, tree: Path, link: LinkSpec, folder: Path, runner: Runner,
               progress: Progress) -> list[dict[str, Any]]:
-    """The compared profiles, run as the trials are: {"label", "ram", "throughput_mbps", "verdict", "run_dir"}."""
+    """The compared profiles, run as the trials are: {"label", "ram", "throughput_mbps", "verdict", "run_dir",
+    "error"} (error: why the profile's last attempt failed, else None)."""
     names = tuning.compare if tuning.compare is not None else tuple(p for p in platform.profiles if p != "default")
     marks, tasks = [], []
     for name in names:
         firmware = Configuration(name).build(platform, tree)
         run_dir = folder / f"profile-{name}"
         marks.append({"label": name, "ram": firmware.lwip_ram.total if firmware.lwip_ram else None,
-                      "throughput_mbps": None, "verdict": None, "run_dir": str(run_dir)})
+                      "throughput_mbps": None, "verdict": None, "run_dir": str(run_dir), "error": None})
         tasks.append(RunTask(f"profile-{name}", platform.name, Configuration(name), link, tuning.workload,
                              tuning.time, str(run_dir), tuning.lwip_tree, tuning.boot_timeout))
 
     def done(outcome: TaskOutcome) -> None:
         mark = next(m for m in marks if m["run_dir"] == outcome.task.run_dir)
         figures = _figures(outcome)
-        mark.update(throughput_mbps=figures["throughput_mbps"], verdict=figures["verdict"])
+        mark.update(throughput_mbps=figures["throughput_mbps"], verdict=figures["verdict"],
+                    error=None if outcome.passed else figures["reason"])
         progress.step(f"profile {mark['label']}: {mark['throughput_mbps']} Mbit/s, lwIP RAM {mark['ram']} B")
 
     if tasks:
@@ -302,7 +304,7 @@ def format_tune(document: dict[str, Any]) -> str:
     if document["compared"]:
         lines += ["", "profiles compared:",
                   *(f"  {m['label']:<20} RAM {m['ram']} B, {_mbps(m['throughput_mbps'])}, {m['verdict'] or '-'}"
-                    for m in document["compared"])]
+                    + (f" ({m['error']})" if m.get("error") else "") for m in document["compared"])]
     lines += ["", f"best within the budget: {document['lwipopts']} (use it with --lwip)" if document["lwipopts"]
               else "no configuration within the budget ran: raise the budget or the trials"]
     return "\n".join(lines)
