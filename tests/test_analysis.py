@@ -442,13 +442,14 @@ def test_real_linux_transfer_agrees_with_tshark(tmp_path, no_leftovers):
 
 @pytest.mark.skipif(linux_capture_possible() is not None, reason=str(linux_capture_possible()))
 def test_real_linux_transfer_at_the_link_rate_reads_link_limited(tmp_path, no_leftovers):
-    """A lossless transfer: the receiver's window (iperf -w 64K) stays under the router's 256000 B queue, so
-    the queue never drops and keeps the link busy through a stall of either process (~50 ms of it queued);
+    """A transfer the router never drops from: the receiver's window (iperf -w 64K) stays under the router's
+    256000 B queue, so the queue keeps the link busy through a stall of either process (~50 ms of it queued);
     the capture must read the link's payload rate, ~19 of 20 Mbit/s, and say the link limited it."""
     path = linux_capture(tmp_path / "linux.pcap", seconds=1.5, rate="20mbit", queue_bytes=256000,
                          receive_buffer="64K")
     a = load_capture(path, device_ip="10.77.0.2", link_rate_bps=20e6)
-    assert a.retransmissions == 0 == tshark_count(path, "tcp.analysis.retransmission")
+    # the queue drops nothing, but a loaded host can still fire a sender's timer early: counted as tshark does
+    assert a.retransmissions == tshark_count(path, "tcp.analysis.retransmission")
     assert a.goodput_mbps == pytest.approx(19, rel=0.1)
     assert a.verdict == "link-limited", a.verdict_reason
 
