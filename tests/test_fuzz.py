@@ -37,9 +37,6 @@ from harness.studies.fuzz import (
     load_reproducer,
     retarget,
 )
-from harness.studies.fuzz import (
-    paced as _paced,
-)
 from harness.studies.fuzz_frames import (
     FAMILIES,
     Connection,
@@ -47,6 +44,7 @@ from harness.studies.fuzz_frames import (
     FrameSource,
     History,
     Target,
+    paced,
     readdress,
     reproducer_times,
     scapy,
@@ -398,8 +396,8 @@ def test_history_keeps_the_batches_within_its_window_with_when_each_was_sent():
 
 def test_a_replay_sends_frames_at_the_pace_they_were_sent():
     frames = [b"a", b"b", b"c", b"d"]
-    assert _paced(frames, [5.0, 5.001, 7.5, 9.0]) == [(0.0, [b"a", b"b"]), (2.5, [b"c"]), (4.0, [b"d"])]
-    assert _paced(frames, None) == [(0.0, frames)]  # an older reproducer: back to back
+    assert paced(frames, [5.0, 5.001, 7.5, 9.0]) == [(0.0, [b"a", b"b"]), (2.5, [b"c"]), (4.0, [b"d"])]
+    assert paced(frames, None) == [(0.0, frames)]  # an older reproducer: back to back
     assert reproducer_times({"frames": [{"at": 0.5}, {"family": "ipv4"}]}) is None
     assert reproducer_times({"frames": [{"at": 0.5}, {"at": 1.0}]}) == [0.5, 1.0]
 
