@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from harness.core.errors import NetreproError
 from harness.rig.devicetime import HOST_MIPS_ENV, CpuModel, DeviceTime, TimeChoice, icount_shift, plan_time
 from harness.rig.platform import load_platform
-from harness.rig.workload import Transfer
+from harness.rig.workload import Transfer, parse_iperf_csv
 
 M55 = CpuModel(clock_mhz=800, ipc=1.0, host_mips=250, source="test")
 
@@ -113,6 +115,39 @@ def test_each_leg_of_a_peer_run_is_converted_with_the_d_the_board_kept_over_it()
     assert [span for _, span in both] == [(100.0, 110.0), (100.0, 110.0)]
     # no samples (the link on wall / D): the planned D
     assert _kept(rig, [], (100.0, 110.0)).dilation == 3.2
+
+
+def test_the_legs_of_iperf_r_are_retimed_by_their_connections_in_the_capture(tmp_path):
+    """The peer's figures, converted with a D a few percent off (short legs, coarse clock samples), read more
+    than the link carries; over the seconds each connection's data took in the capture they read the link."""
+    from captures_gen import DEVICE_IP, PEER_IP, Scenario, simulate, write_pcap
+
+    from harness.analysis import load_capture
+    from harness.analysis.frames import Endpoint
+
+    rx = simulate(Scenario(sender="peer", client="peer", duration=2.0, rate_bps=100e6, rtt=0.0004, rcv_buf=64440,
+                           peer_port=40001, device_port=5001))
+    tx = simulate(Scenario(sender="device", client="device", duration=2.0, rate_bps=100e6, rtt=0.0004,
+                           rcv_buf=64440, peer_port=5001, device_port=49153, start=3.5))
+    connections = load_capture(write_pcap(tmp_path / "r.pcap", sorted(rx + tx)), device_ip=DEVICE_IP).connections
+    csv = (f"20261201,{PEER_IP},40001,{DEVICE_IP},5001,3,0.0-6.0,25000000,33333333\n"
+           f"20261201,{DEVICE_IP},49153,{PEER_IP},5001,4,0.0-6.0,25000000,33333333\n")
+    legs = [t.in_board_time(DeviceTime("device", dilation=3.08)) for t in parse_iperf_csv(csv, DEVICE_IP)]
+    assert [t.ports for t in legs] == [(40001, 5001), (49153, 5001)]
+    retimed = [t.retimed(connections, DEVICE_IP) for t in legs]
+    for before, after in zip(legs, retimed, strict=True):
+        conn = next(c for c in connections if before.ports[0] in (c.a.port, c.b.port))
+        sender = Endpoint(DEVICE_IP if before.direction == "tx" else PEER_IP, before.ports[0])
+        assert after.bytes == before.bytes and after.seconds == pytest.approx(conn.data_seconds(sender))
+        assert after.timed_by.startswith("its connection's data in the capture")
+    # the synthetic iperf's bytes over each leg's 2 s of data: what 100 Mbit/s carries, not the 3 % more of the guess
+    assert [round(t.mbps) for t in legs] == [103, 103]
+    assert all(97 <= t.mbps <= 101 for t in retimed), [t.mbps for t in retimed]
+    # no matching connection (another port), or a transfer the board timed: as it was
+    other = replace(legs[0], ports=(40999, 5001))
+    assert other.retimed(connections, DEVICE_IP) is other
+    board_timed = Transfer("rx", bytes=1, seconds=1.0, ports=(40001, 5001))
+    assert board_timed.retimed(connections, DEVICE_IP) is board_timed
 
 
 def test_a_peer_program_that_writes_more_than_a_pipe_holds_still_ends():

@@ -38,10 +38,19 @@ class Connection:
     start: float                # seconds from the capture's first frame
     duration: float
     syn_seen: bool
+    # (first, last) time of a frame carrying payload from a / from b, seconds from the capture's first
+    # frame (None: that side sent none): the span the data took, without the handshake and the close
+    data_a: tuple[float, float] | None = None
+    data_b: tuple[float, float] | None = None
 
     @property
     def payload_bytes(self) -> int:
         return self.bytes_a_to_b + self.bytes_b_to_a
+
+    def data_seconds(self, sender: Endpoint) -> float | None:
+        """How long `sender`'s payload took on this connection, first to last frame carrying it."""
+        span = self.data_a if sender == self.a else self.data_b if sender == self.b else None
+        return span[1] - span[0] if span else None
 
     def as_dict(self) -> dict[str, Any]:
         return {"stream": self.stream, "a": str(self.a), "b": str(self.b), "frames": self.frames,
@@ -146,6 +155,8 @@ class _Tally:
     bytes_a_to_b: int = 0
     bytes_b_to_a: int = 0
     syn_seen: bool = False
+    data_a: tuple[float, float] | None = None
+    data_b: tuple[float, float] | None = None
 
     def add(self, r: Row, t: float) -> None:
         c = COLUMN
@@ -156,13 +167,18 @@ class _Tally:
             if not forward:  # the SYN's sender is the client: make it side a
                 self.a, self.b = self.b, self.a
                 self.bytes_a_to_b, self.bytes_b_to_a = self.bytes_b_to_a, self.bytes_a_to_b
+                self.data_a, self.data_b = self.data_b, self.data_a
                 forward = True
         self.frames += 1
         n = int(r[c["tcplen"]] or 0)
         if forward:
             self.bytes_a_to_b += n
+            if n:
+                self.data_a = (self.data_a[0] if self.data_a else t, t)
         else:
             self.bytes_b_to_a += n
+            if n:
+                self.data_b = (self.data_b[0] if self.data_b else t, t)
         self.end = t
 
 
@@ -176,7 +192,8 @@ def list_connections(rows: list[Row]) -> list[Connection]:
         if tally is None:
             tally = tallies[stream] = _Tally(*endpoints(r), start=t, end=t)
         tally.add(r, t)
-    return [Connection(s, k.a, k.b, k.frames, k.bytes_a_to_b, k.bytes_b_to_a, k.start, k.end - k.start, k.syn_seen)
+    return [Connection(s, k.a, k.b, k.frames, k.bytes_a_to_b, k.bytes_b_to_a, k.start, k.end - k.start, k.syn_seen,
+                       k.data_a, k.data_b)
             for s, k in sorted(tallies.items())]
 
 

@@ -159,6 +159,7 @@ class RunPlan:
                            build_warnings=list(self.firmware.warnings), apps=list(self.firmware.apps),
                            lwip_ram=self.firmware.lwip_ram.summary() if self.firmware.lwip_ram else {})
         (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
+        transfers: list[Transfer] = []
         try:
             with rig:
                 result.boot_seconds = round(rig.console.boot_seconds or 0.0, 3)
@@ -169,7 +170,8 @@ class RunPlan:
                 leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
                 clock = BoardClock.read(rig)
                 rig.console.cpu_load(reset=True)
-                result.record(run_workload(rig, self.workload), two_way=self.workload.name in TWO_WAY)
+                transfers = run_workload(rig, self.workload)
+                result.record(transfers, two_way=self.workload.name in TWO_WAY)
                 result.device_cpu = device_cpu(rig.console.cpu_load())
                 result.time = clock.judge(rig, self.time).as_dict()
                 result.device_stats = rig.console.stats()
@@ -191,7 +193,8 @@ class RunPlan:
             _warn_if_lagging(result.engine_clock, progress)
             result.save()
         progress.step("analysing the capture")
-        analyse_run(result)
+        analysis = analyse_run(result)
+        retime_peer_figures(result, transfers, analysis)
         result.save()
         return result
 
@@ -260,6 +263,17 @@ def execute_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = No
     retry_dir = run_dir.with_name(run_dir.name + "-slower")
     retry_dir.mkdir()
     return replace(plan, time=slower).execute(retry_dir, progress)
+
+
+def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: CaptureAnalysis) -> None:
+    """Device time: the figures the peer timed on the wall clock, over the seconds their connections' data
+    took in the capture (the board's time), in place of the D estimated from clock samples."""
+    retimed = [t.retimed(analysis.connections, result.device) for t in transfers]
+    if retimed != transfers:
+        result.record(retimed, two_way=result.workload["name"] in TWO_WAY)
+    timed = {t.direction: t.timed_by for t in retimed if t.timed_by}
+    if timed:
+        result.time["peer_figures_timed_by"] = timed
 
 
 def analyse_run(result: RunResult) -> CaptureAnalysis:
