@@ -19,7 +19,7 @@ from harness.studies.run import Configuration, RunPlan
 pytestmark = pytest.mark.real
 
 TIME_KEYS = {"mode", "dilation", "model_mips", "host_mips", "icount_shift", "realtime_priority", "host_lagged",
-             "max_lag_ms", "link_follows_board", "effective_dilation", "host_mips_source"}
+             "max_lag_ms", "link_follows_board", "effective_dilation", "host_mips_source", "peer_figures_timed_by"}
 
 
 def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
@@ -42,6 +42,26 @@ def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
     assert result.time["effective_dilation"] >= 3.2 * 0.97
     assert 0 <= result.device_cpu["busy_percent"] <= 100
     assert result.device_cpu["total_ms"] > 0
+    assert result.time["peer_figures_timed_by"] == {}  # the board timed its socket benchmark itself
+
+
+def test_the_link_keeps_time_at_real_time_priority_and_qemu_only_at_a_better_nice(n6, tree, tmp_path, no_leftovers):
+    """Device time: the link, the board's timekeeper, runs SCHED_FIFO where permitted; QEMU, which the link
+    follows, does not (a busy guest at SCHED_FIFO held a core against QEMU's own main loop: two such boards on
+    two cores never answered QMP). Host time keeps QEMU at SCHED_FIFO: there nothing follows its clock."""
+    from harness.rig.session import Session
+
+    firmware = Configuration("mp-n6-after").build(n6, tree)
+    root = os.geteuid() == 0
+    for mode, qemu_policy in (("device", os.SCHED_OTHER), ("host", os.SCHED_FIFO if root else os.SCHED_OTHER)):
+        (tmp_path / mode).mkdir()
+        with Session(n6, firmware, tmp_path / mode, LinkSpec(), time=n6.time(TimeChoice(mode))) as rig:
+            assert os.sched_getscheduler(rig.engine.pid) == qemu_policy, mode
+            if root:
+                assert os.getpriority(os.PRIO_PROCESS, rig.engine.pid) == -10, mode
+            keeper = os.sched_getscheduler(rig.link.pid if mode == "device" else rig.engine.pid)
+            assert rig.realtime_priority() == (keeper == os.SCHED_FIFO) == root, mode
+            assert rig.ping(), mode
 
 
 def _run_impossible(tmp_path: Path, platform: str) -> tuple[subprocess.CompletedProcess, dict]:

@@ -13,7 +13,7 @@ import pytest
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec, read_pcap
 from harness.rig.build import build_firmware
-from harness.rig.engine import QMP_TIMEOUT_S
+from harness.rig.engine import QMP_TIMEOUT_S, QemuEngine
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session
 from tests.conftest import interrupt_run, leftover_processes, socket_dirs
@@ -63,6 +63,29 @@ def test_a_qemu_that_no_longer_answers_qmp_is_still_stopped(n6, firmware, tmp_pa
     assert not Path(f"/proc/{qemu}").exists()
     assert leftover_processes() - before == set()
     assert socket_dirs(os.getpid()) == set()
+
+
+def test_a_qemu_that_never_greets_on_qmp_is_a_one_line_error_within_its_timeout(n6, tmp_path):
+    """QEMU opens its QMP socket and greets from its main loop; a main loop that never gets the CPU (seen: two
+    busy guests at SCHED_FIFO holding both cores) must not hold the run forever. A socket that accepts and never
+    greets stands in for it."""
+    import socket
+
+    import pexpect
+
+    engine = QemuEngine(n6, tmp_path / "firmware.elf", tmp_path, tmp_path)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(engine.qmp_path))
+    server.listen(1)
+    engine.child = pexpect.spawn("sleep", ["30"])
+    began = time.monotonic()
+    try:
+        with pytest.raises(NetreproError, match=r"^QEMU did not answer on its QMP socket within 2 s"):
+            engine._connect_qmp(2.0)
+    finally:
+        engine.child.terminate(force=True)
+        server.close()
+    assert time.monotonic() - began < 5
 
 
 @pytest.mark.parametrize("to_group", [False, True], ids=["signal-to-netrepro", "ctrl-c-to-terminal-group"])

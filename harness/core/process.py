@@ -12,7 +12,7 @@ import ctypes
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,34 +27,49 @@ def die_with_parent() -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def die_with_parent_favoured() -> None:
-    """preexec_fn for the emulator: dies with netrepro and, where permitted, gets the CPU first.
+# How much of the CPU a child asks for, where permitted (root or CAP_SYS_NICE; otherwise it runs as it is):
+# "realtime" SCHED_FIFO 5, else nice -10; "raised" nice -10; "normal" as netrepro runs.
+PRIORITIES = ("realtime", "raised", "normal")
 
-    QEMU's LAN9118 holds about 6 frames and drops the rest silently. On a 2-core machine the
-    emulator's threads, descheduled for a millisecond by iperf or the kernel's networking, then
-    take a burst of frames at once and lose some: measured, openmv-n6 rx at RTT 0.2 ms and
-    100 Mbit/s went from ~26 to ~88 Mbit/s with SCHED_FIFO. Priority 5 stays below the link's 10;
-    the kernel's RT throttling keeps a runaway guest from taking a whole core. Without the
-    privilege, a better nice value is the fallback.
+
+def _die_with_parent_at(priority: str) -> Callable[[], None]:
+    """preexec_fn: the child dies with netrepro and runs at `priority` (PRIORITIES).
+
+    An emulator whose board's time nothing follows (host time, the simavr board host) needs the CPU
+    on time: QEMU's LAN9118 holds about 6 frames and drops the rest silently, and on a 2-core machine
+    an emulator descheduled for a millisecond by iperf or the kernel's networking then takes a burst
+    of frames at once and loses some (measured, openmv-n6 rx at RTT 0.2 ms and 100 Mbit/s went from
+    ~26 to ~88 Mbit/s with SCHED_FIFO). Priority 5 stays below the link's 10. An emulator the link
+    follows (device time, the board's clock port) does not: descheduled, its clock stops and the link
+    with it. SCHED_FIFO would even hang it: a guest that keeps its TCG thread busy holds a core against
+    QEMU's own main loop at the same priority, and two such QEMUs on two cores (tests on two workers)
+    never answered QMP; so it gets a better nice value only.
     """
-    die_with_parent()
-    with contextlib.suppress(OSError):
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
-        return
-    with contextlib.suppress(OSError):
-        os.nice(-10)
+    if priority not in PRIORITIES:
+        raise ValueError(f"priority {priority!r} is not one of {PRIORITIES}")
+
+    def preexec() -> None:
+        die_with_parent()
+        if priority == "realtime":
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
+                return
+        if priority != "normal":
+            with contextlib.suppress(OSError):
+                os.nice(-10)
+
+    return preexec
 
 
-def spawn(argv: Sequence[str], *, favoured: bool = False, **popen: Any) -> subprocess.Popen:
-    """Start a child that dies with netrepro (`favoured`: and gets the CPU first where permitted)."""
-    return subprocess.Popen(list(argv), preexec_fn=die_with_parent_favoured if favoured else die_with_parent,
-                            **popen)
+def spawn(argv: Sequence[str], *, priority: str = "normal", **popen: Any) -> subprocess.Popen:
+    """Start a child that dies with netrepro, at `priority` (PRIORITIES) where permitted."""
+    return subprocess.Popen(list(argv), preexec_fn=_die_with_parent_at(priority), **popen)
 
 
-def spawn_console(argv: Sequence[str], *, timeout: float, favoured: bool = True) -> pexpect.spawn:
+def spawn_console(argv: Sequence[str], *, timeout: float, priority: str = "normal") -> pexpect.spawn:
     """Start a child whose terminal is a board's console (read with pexpect); it dies with netrepro."""
     child = pexpect.spawn(argv[0], list(argv[1:]), encoding="utf-8", codec_errors="replace", timeout=timeout,
-                          preexec_fn=die_with_parent_favoured if favoured else die_with_parent, echo=False)
+                          preexec_fn=_die_with_parent_at(priority), echo=False)
     child.delaybeforesend = None
     return child
 

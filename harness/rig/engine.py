@@ -28,6 +28,15 @@ from harness.rig.platform import Platform
 QMP_TIMEOUT_S = 10.0  # QEMU answers a QMP command in milliseconds, on a loaded host too
 
 
+class _Qmp(QEMUMonitorProtocol):
+    """qemu.qmp's synchronous client, whose own connect() waits for QEMU's greeting without end."""
+
+    def connect_within(self, timeout: float) -> None:
+        self._qmp.await_greeting = True
+        self._qmp.negotiate = True
+        self._sync(self._qmp.connect(self._address), timeout=timeout)
+
+
 @dataclass(frozen=True)
 class NicBackend:
     """Where the board meets the link: the NIC's two unix datagram socket paths, and the socket the
@@ -127,7 +136,7 @@ class QemuEngine(EngineProcess):
         argv = self.argv()
         (self.run_dir / "qemu-cmdline.txt").write_text(" ".join(argv) + "\n")
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
-        self.child = spawn_console(argv, timeout=timeout, favoured=self.time.favoured)
+        self.child = spawn_console(argv, timeout=timeout, priority=self.priority())
         self.child.logfile_read = log
         self.qmp = self._connect_qmp(timeout)
         console = Console(self.child, self.run_dir / "console.log")
@@ -137,6 +146,13 @@ class QemuEngine(EngineProcess):
         if self.sends_clock:
             console.clock_port(True)
         return console
+
+    def priority(self) -> str:
+        """The emulator's priority (harness.core.process.PRIORITIES): real-time where nothing follows the
+        board's clock, a better nice value where the link does (a descheduled board then stops the link)."""
+        if not self.time.favoured:
+            return "normal"
+        return "raised" if self.sends_clock else "realtime"
 
     def _connect_qmp(self, timeout: float) -> QEMUMonitorProtocol:
         deadline = time.monotonic() + timeout
@@ -148,9 +164,12 @@ class QemuEngine(EngineProcess):
                 raise NetreproError(f"QEMU did not open its QMP socket within {timeout:.0f} s",
                                     "check that the platform's machine exists in this QEMU")
             time.sleep(0.02)
-        qmp = QEMUMonitorProtocol(str(self.qmp_path))
+        qmp = _Qmp(str(self.qmp_path))
         try:
-            qmp.connect()
+            qmp.connect_within(max(1.0, deadline - time.monotonic()))
+        except TimeoutError as exc:  # QEMU's main loop never got the CPU to greet (a busy guest held it)
+            raise NetreproError(f"QEMU did not answer on its QMP socket within {timeout:.0f} s",
+                                "the host is too busy for this board; run fewer emulators at once") from exc
         except Exception as exc:  # QEMU refused its arguments after opening the socket, or died
             raise NetreproError(f"QEMU exited at start: {self._exit_reason()}",
                                 f"see {self.run_dir / 'qemu-cmdline.txt'}") from exc
@@ -224,7 +243,7 @@ class SimavrBoardHost(EngineProcess):
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
         # sh only redirects the host's stderr, then execs it: the pty carries USART0 alone.
         self.child = spawn_console(["/bin/sh", "-c", 'exec "$@" 2>>"$0"', str(self.host_log), *argv],
-                                   timeout=timeout, favoured=self.time.favoured)
+                                   timeout=timeout, priority="realtime" if self.time.favoured else "normal")
         self.child.logfile_read = log
         console = Console(self.child, self.run_dir / "console.log")
         try:

@@ -111,9 +111,11 @@ class Session:
         (self.run_dir / "options.json").write_text(json.dumps(self.console.opts(), indent=2) + "\n")
 
     def realtime_priority(self) -> bool:
-        """Whether the engine runs with real-time priority (root only; without it, only device time
-        keeps the figures independent of what else the host runs)."""
-        pid = self.engine.pid if self.engine is not None else None
+        """Whether the run's timekeeper had real-time priority (root only; without it, only device time keeps
+        the figures independent of what else the host runs): the link where it follows the board's clock,
+        else the emulator (harness.rig.engine.QemuEngine.priority)."""
+        keeper = self.link if self.platform.sends_clock(self.time) else self.engine
+        pid = keeper.pid if keeper is not None else None
         try:
             return pid is not None and os.sched_getscheduler(pid) == os.SCHED_FIFO
         except OSError:

@@ -271,9 +271,8 @@ def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: 
     retimed = [t.retimed(analysis.connections, result.device) for t in transfers]
     if retimed != transfers:
         result.record(retimed, two_way=result.workload["name"] in TWO_WAY)
-    timed = {t.direction: t.timed_by for t in retimed if t.timed_by}
-    if timed:
-        result.time["peer_figures_timed_by"] = timed
+    if result.time:
+        result.time["peer_figures_timed_by"] = {t.direction: t.timed_by for t in retimed if t.timed_by}
 
 
 def analyse_run(result: RunResult) -> CaptureAnalysis:
