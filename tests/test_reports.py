@@ -110,17 +110,23 @@ def test_rt1060_wifi_tx_on_the_wire_is_the_send_buffers_ratio_when_the_heap_hold
     """Over `wifi-wire` (the WiFi as a 40 Mbit/s wire, the report's RTT) no turn of the air stretches the larger
     send buffer's RTT, so when the 8000 B heap holds, TX after / before is close to the send buffers' ratio,
     8760 / 6400 = 1.37x (1.31x measured): at least 1.2x. When the heap runs out, before falls under what its
-    send buffer carries in an RTT."""
-    before = netrepro.run("openmv-rt1060", "mp-rt1060-before", link="wifi-wire", workload="sock-tx", seconds=3.0)
+    send buffer carries in an RTT by the share of the time it slept on ERR_MEM (50 ms a wait, the board's
+    count): 1 to 13 waits in 3 s were seen, 2-22 % of the time."""
+    seconds = 3.0
+    before = netrepro.run("openmv-rt1060", "mp-rt1060-before", link="wifi-wire", workload="sock-tx", seconds=seconds)
     after = netrepro.run("openmv-rt1060", "mp-rt1060-after", link="wifi-wire", workload="sock-tx", seconds=3.0)
     a, b = after.analysis, before.analysis
     assert err_mem_waits_in(after.run_dir) == 0 and a.verdict == "send-buffer-limited", a.verdict
     ratio = after.throughput_mbps / before.throughput_mbps
-    if err_mem_waits_in(before.run_dir) == 0:
+    waits = err_mem_waits_in(before.run_dir)
+    if waits == 0:
         assert b.verdict == "send-buffer-limited", b.verdict
         assert 1.2 <= ratio <= 8760 / 6400 * 1.05, f"{after.throughput_mbps} / {before.throughput_mbps} = {ratio:.3f}"
     else:
-        assert before.throughput_mbps < 0.9 * 6400 * 8 / b.rtt_ms / 1e3, (before.throughput_mbps, b.rtt_ms)
+        bound = 6400 * 8 / b.rtt_ms / 1e3
+        slept = waits * 0.050 / seconds
+        assert before.throughput_mbps <= bound * (1 - slept) * 1.02, (before.throughput_mbps, bound, waits)
+        assert before.throughput_mbps < bound, (before.throughput_mbps, bound, waits)
         assert ratio >= 1.2, f"{after.throughput_mbps} / {before.throughput_mbps}"
 
 
