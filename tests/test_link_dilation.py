@@ -95,8 +95,11 @@ def test_stats_and_drops_read_in_the_boards_time(root):
 
 
 def test_without_dilation_nothing_changes(root):
+    """At D = 1 the capture reads the wall clock: it shows the round trip the sockets saw, never less than the
+    link's 5.5 ms (on a loaded host the link's own wake-ups may add to both; a suite run on two workers saw 6.3)."""
     captured, wall = _round_trips(root, 1.0, count=5)
-    assert statistics.median(captured) * 1e3 == pytest.approx(5.5, abs=0.25)
+    assert statistics.median(captured) * 1e3 == pytest.approx(statistics.median(wall) / 1e6, abs=0.25)
+    assert min(captured) * 1e3 >= 5.5 - 0.05
     assert statistics.median(wall) / 1e6 == pytest.approx(5.5, abs=1.0)
 
 

@@ -164,15 +164,25 @@ class QemuEngine(EngineProcess):
                 raise NetreproError(f"QEMU did not open its QMP socket within {timeout:.0f} s",
                                     "check that the platform's machine exists in this QEMU")
             time.sleep(0.02)
-        qmp = _Qmp(str(self.qmp_path))
-        try:
-            qmp.connect_within(max(1.0, deadline - time.monotonic()))
-        except TimeoutError as exc:  # QEMU's main loop never got the CPU to greet (a busy guest held it)
-            raise NetreproError(f"QEMU did not answer on its QMP socket within {timeout:.0f} s",
-                                "the host is too busy for this board; run fewer emulators at once") from exc
-        except Exception as exc:  # QEMU refused its arguments after opening the socket, or died
-            raise NetreproError(f"QEMU exited at start: {self._exit_reason()}",
-                                f"see {self.run_dir / 'qemu-cmdline.txt'}") from exc
+        while True:
+            qmp = _Qmp(str(self.qmp_path))
+            try:
+                qmp.connect_within(max(1.0, deadline - time.monotonic()))
+                break
+            except TimeoutError as exc:  # QEMU's main loop never got the CPU to greet (a busy guest held it)
+                raise NetreproError(f"QEMU did not answer on its QMP socket within {timeout:.0f} s",
+                                    "the host is too busy for this board; run fewer emulators at once") from exc
+            except Exception as exc:  # not listening yet (a loaded host), refused its arguments, or died
+                if self.child is not None and self.child.isalive() and time.monotonic() < deadline:
+                    qmp.close()
+                    time.sleep(0.05)
+                    continue
+                cause = getattr(exc, "exc", None) or exc
+                if self.child is not None and self.child.isalive():
+                    raise NetreproError(f"QEMU's QMP socket did not take a connection within {timeout:.0f} s: "
+                                        f"{cause}", "the host is too busy for this board; retry") from exc
+                raise NetreproError(f"QEMU exited at start: {self._exit_reason()}",
+                                    f"see {self.run_dir / 'qemu-cmdline.txt'}") from exc
         qmp.settimeout(QMP_TIMEOUT_S)  # a command QEMU never answers must not hold the run forever
         return qmp
 
