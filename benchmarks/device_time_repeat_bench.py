@@ -1,10 +1,12 @@
 """Device time: is a figure the board's and not the host's? Repeatability, host independence, the model as a knob.
 
-    python benchmarks/device_time_repeat_bench.py [--part repeat|busy|knob|all] [--seconds 5]
+    python benchmarks/device_time_repeat_bench.py [--part repeat|wire|busy|knob|heap|dilation|all] [--seconds 5]
 
 repeat  5 runs of openmv-n6 mp-n6-after sock-rx over ethernet: (max - min) / median; 10 runs of
-        openmv-rt1060 mp-rt1060-before sock-tx over wifi (the heap-exhaustion case), with how
-        often each state occurs.
+        openmv-rt1060 mp-rt1060-before sock-tx over wifi (the heap-exhaustion case, on the shared
+        medium), with how often each state occurs.
+wire    the same 10 RT1060 runs over wifi-wire, the WiFi as a 40 Mbit/s wire (what `wifi` was when
+        the case was first measured).
 busy    the N6 case again with two busy processes beside it (one per core) and without real-time
         priority (--no-realtime, as a non-root user runs it): its median against the quiet median.
 knob    a spin loop of a known instruction count takes its modelled device time; halving --mips
@@ -104,12 +106,26 @@ RT_CASE = ("openmv-rt1060", "mp-rt1060-before", "wifi", "sock-tx")
 def part_repeat(seconds: float) -> dict:
     n6 = [one_run(*N6_CASE, seconds, TimeChoice("device")) for _ in range(5)]
     rt = [one_run(*RT_CASE, seconds, TimeChoice("device")) for _ in range(10)]
-    states: dict[str, int] = {}
-    for r in rt:
-        key = "failed: " + r["failed"][:60] if "failed" in r else f"{r['verdict']}"
-        states[key] = states.get(key, 0) + 1
     return {"n6_ethernet_sock_rx": {"runs": n6, **spread(n6)},
-            "rt1060_wifi_sock_tx_before": {"runs": rt, **spread(rt), "states": states}}
+            "rt1060_wifi_sock_tx_before": {"runs": rt, **spread(rt), "states": states(rt)}}
+
+
+def states(runs: list[dict]) -> dict[str, int]:
+    """How often each state came up: the verdict and how many times the 8000 B heap ran out (ERR_MEM waits)."""
+    out: dict[str, int] = {}
+    for r in runs:
+        key = "failed: " + r["failed"][:60] if "failed" in r else f"{r['verdict']}, {r['err_mem_waits']} ERR_MEM waits"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+RT_WIRE_CASE = ("openmv-rt1060", "mp-rt1060-before", "wifi-wire", "sock-tx")
+
+
+def part_wire(seconds: float) -> dict:
+    """The RT1060 case over the WiFi as a wire (what `wifi` was before it became the shared medium)."""
+    rt = [one_run(*RT_WIRE_CASE, seconds, TimeChoice("device")) for _ in range(10)]
+    return {"rt1060_wifi_wire_sock_tx_before": {"runs": rt, **spread(rt), "states": states(rt)}}
 
 
 RT_ETHERNET_CASE = ("openmv-rt1060", "mp-rt1060-before", "ethernet", "sock-tx")
@@ -193,9 +209,15 @@ def markdown(r: dict) -> str:
         n6, rt = r["repeat"]["n6_ethernet_sock_rx"], r["repeat"]["rt1060_wifi_sock_tx_before"]
         lines += ["## Repeatable", "", "| case | runs | median | min | max | (max-min)/median |",
                   "|---|---|---|---|---|---|", _row("openmv-n6 mp-n6-after sock-rx ethernet", n6),
-                  _row("openmv-rt1060 mp-rt1060-before sock-tx wifi", rt), "",
-                  "RT1060 wifi tx before, states over its runs: " +
+                  _row("openmv-rt1060 mp-rt1060-before sock-tx wifi (the shared medium)", rt)]
+        wire = r.get("wire", {}).get("rt1060_wifi_wire_sock_tx_before")
+        if wire:
+            lines.append(_row("openmv-rt1060 mp-rt1060-before sock-tx wifi-wire (the WiFi as a wire)", wire))
+        lines += ["", "RT1060 wifi tx before, states over its runs: " +
                   ", ".join(f"{k}: {v}" for k, v in rt["states"].items()), ""]
+        if wire:
+            lines += ["RT1060 wifi-wire tx before, states over its runs: " +
+                      ", ".join(f"{k}: {v}" for k, v in wire["states"].items()), ""]
         eff = [x["effective_dilation"] for x in n6["runs"] if x.get("effective_dilation")]
         if eff:
             lines += [f"The D the N6 board really kept: {min(eff):g}-{max(eff):g} (planned 3.2).", ""]
@@ -277,10 +299,12 @@ def _dks(runs: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("repeat", "busy", "knob", "heap", "dilation", "all"), default="all")
+    parser.add_argument("--part", choices=("repeat", "wire", "busy", "knob", "heap", "dilation", "all"),
+                        default="all")
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
-    parts = {"repeat": part_repeat, "busy": part_busy, "knob": part_knob, "heap": part_heap, "dilation": part_dilation}
+    parts = {"repeat": part_repeat, "wire": part_wire, "busy": part_busy, "knob": part_knob, "heap": part_heap,
+             "dilation": part_dilation}
     for name, fn in parts.items():
         if args.part in (name, "all"):
             write({name: fn(args.seconds)})
