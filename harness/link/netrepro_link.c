@@ -679,12 +679,46 @@ static void clock_listen(const char *path)
         die("cannot listen on board clock socket %s: %s", path, strerror(errno));
 }
 
+/*
+ * Link time as it was: every segment of the piecewise line above is kept for a while, so that a
+ * frame the kernel stamped a moment ago (read late, see set_pollfds) is given the link time it
+ * would have had if read at once.  Extrapolating back along the segment in force now would not do:
+ * its slope (0.05-4) is the catch-up or the hold of this moment, not of the frame's.
+ */
+#define CLOCK_HISTORY 4096 /* segments (one per read of the board's ticks): > 50 ms of wall time */
+struct clock_segment {
+    ns_t m;
+    double v, slope, cap;
+};
+static struct clock_segment g_clk_hist[CLOCK_HISTORY];
+static uint64_t g_clk_hist_n; /* segments ever kept; the newest is g_clk_hist[(n - 1) % CLOCK_HISTORY] */
+
 static void clock_restart(ns_t m, double v, double slope, double cap)
 {
     g_clk.anchor_m = m;
     g_clk.anchor_v = v;
     g_clk.slope = slope;
     g_clk.cap = cap;
+    g_clk_hist[g_clk_hist_n++ % CLOCK_HISTORY] = (struct clock_segment){m, v, slope, g_clk.ticking ? cap : INFINITY};
+}
+
+/* link time at wall time m (monotonic since start), m in the past: on the segment then in force */
+static double link_then(ns_t m)
+{
+    if (m >= g_clk.anchor_m || !g_clk_hist_n)
+        return link_at(m);
+    uint64_t kept = g_clk_hist_n < CLOCK_HISTORY ? g_clk_hist_n : CLOCK_HISTORY;
+    double next_v = g_clk.anchor_v;
+    for (uint64_t i = 1; i < kept; i++) {
+        const struct clock_segment *s = &g_clk_hist[(g_clk_hist_n - 1 - i) % CLOCK_HISTORY];
+        if (s->m <= m) {
+            double v = s->v + (double)(m - s->m) * s->slope;
+            v = v > s->cap ? s->cap : v;
+            return v > next_v ? next_v : v;
+        }
+        next_v = s->v;
+    }
+    return next_v; /* older than every segment kept: the oldest one's start */
 }
 
 /* take in the ticks the board sent; re-aim link time at the next one */
@@ -936,21 +970,74 @@ static void pcap_open(const char *path)
     afile_write(g_pcap, hdr, sizeof(hdr));
 }
 
+/*
+ * The capture in time order.  A frame from the device read late carries the link time the kernel
+ * stamped it with, which can be before frames already handed to the device: records wait here
+ * for PCAP_HOLD_NS of link time, sorted, before they are written, so that each keeps its own
+ * stamp.  (Moving a late one up to the last stamp written, as this once did, made the device's
+ * ACKs look later than they left it and the capture's RTT up to 0.6 ms short of the link's.)
+ */
+#define PCAP_HOLD_NS 200000000 /* > the longest a frame is left unread (20 ms) and the age accepted (50 ms) */
+struct pcap_record {
+    ns_t t;
+    uint32_t len;
+    uint8_t data[];
+};
+static struct pcap_record **g_pend;
+static size_t g_pend_head, g_pend_n, g_pend_cap; /* g_pend[g_pend_head .. g_pend_n) wait, in time order */
+static ns_t g_pcap_written;                      /* the stamp of the last record written */
+
+static void pcap_emit(const struct pcap_record *r)
+{
+    ns_t w = wall_of(r->t);
+    uint32_t incl = r->len < g_snaplen ? r->len : g_snaplen;
+    uint32_t rec[4] = {(uint32_t)(w / NS_PER_S), (uint32_t)(w % NS_PER_S), incl, r->len};
+    afile_write(g_pcap, rec, sizeof(rec));
+    afile_write(g_pcap, r->data, incl);
+    g_pcap_written = r->t;
+}
+
+/* write every waiting record stamped at or before `upto` */
+static void pcap_release(ns_t upto)
+{
+    while (g_pend_head < g_pend_n && g_pend[g_pend_head]->t <= upto) {
+        pcap_emit(g_pend[g_pend_head]);
+        free(g_pend[g_pend_head++]);
+    }
+    if (g_pend_head == g_pend_n)
+        g_pend_head = g_pend_n = 0;
+}
+
 static void pcap_write(ns_t mono, const uint8_t *data, uint32_t len)
 {
-    static ns_t last;
     if (!g_pcap)
         return;
-    /* an arrival stamped by the kernel a moment before a frame we were just handing to the
-       device can reach us after it: keep the file in time order (a sub-microsecond nudge) */
-    if (mono < last)
-        mono = last;
-    last = mono;
-    ns_t w = wall_of(mono);
-    uint32_t incl = len < g_snaplen ? len : g_snaplen;
-    uint32_t rec[4] = {(uint32_t)(w / NS_PER_S), (uint32_t)(w % NS_PER_S), incl, len};
-    afile_write(g_pcap, rec, sizeof(rec));
-    afile_write(g_pcap, data, incl);
+    if (mono < g_pcap_written)
+        mono = g_pcap_written; /* older than the hold: it can only join the end of what is written */
+    if (g_pend_n == g_pend_cap) {
+        if (g_pend_head) { /* reuse the room of what was written */
+            memmove(g_pend, g_pend + g_pend_head, (g_pend_n - g_pend_head) * sizeof(*g_pend));
+            g_pend_n -= g_pend_head;
+            g_pend_head = 0;
+        }
+        if (g_pend_n == g_pend_cap) {
+            g_pend_cap = g_pend_cap ? 2 * g_pend_cap : 4096;
+            g_pend = realloc(g_pend, g_pend_cap * sizeof(*g_pend));
+            if (!g_pend)
+                die("out of memory");
+        }
+    }
+    struct pcap_record *r = xmalloc(sizeof(*r) + len);
+    r->t = mono;
+    r->len = len;
+    memcpy(r->data, data, len);
+    size_t i = g_pend_n++;
+    while (i > g_pend_head && g_pend[i - 1]->t > mono) { /* almost always in order: a step or two */
+        g_pend[i] = g_pend[i - 1];
+        i--;
+    }
+    g_pend[i] = r;
+    pcap_release(g_pend[g_pend_n - 1]->t - PCAP_HOLD_NS);
 }
 
 static void drops_write(ns_t mono, int dir, int reason, uint64_t n, const uint8_t *data, uint32_t len)
@@ -1039,7 +1126,7 @@ static ssize_t recv_stamped(int fd, uint8_t *buf, size_t cap, ns_t *arrival)
         memcpy(&ts, CMSG_DATA(c), sizeof(ts));
         ns_t age = ((ns_t)rt_now.tv_sec - ts.tv_sec) * NS_PER_S + (rt_now.tv_nsec - ts.tv_nsec);
         if (age >= 0 && age < 50000000) { /* a wall-clock step would make it nonsense: then use now */
-            double then = link_at(m - age);
+            double then = link_then(m - age);
             *arrival = then < (double)now ? (ns_t)then : now;
         }
     }
@@ -2276,6 +2363,7 @@ int main(int argc, char **argv)
         loop_once(&L);
 
     ns_t end = link_now();
+    pcap_release(INT64_MAX);
     afile_close(g_pcap); /* waits until everything is on disk (in the page cache) */
     afile_close(g_drops);
     stats_write(dirs, end, 1);
