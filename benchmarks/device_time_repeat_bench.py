@@ -214,10 +214,10 @@ def markdown(r: dict) -> str:
         if wire:
             lines.append(_row("openmv-rt1060 mp-rt1060-before sock-tx wifi-wire (the WiFi as a wire)", wire))
         lines += ["", "RT1060 wifi tx before, states over its runs: " +
-                  ", ".join(f"{k}: {v}" for k, v in rt["states"].items()), ""]
+                  ", ".join(f"{k}: {v}" for k, v in states(rt["runs"]).items()), ""]
         if wire:
             lines += ["RT1060 wifi-wire tx before, states over its runs: " +
-                      ", ".join(f"{k}: {v}" for k, v in wire["states"].items()), ""]
+                      ", ".join(f"{k}: {v}" for k, v in states(wire["runs"]).items()), ""]
         eff = [x["effective_dilation"] for x in n6["runs"] if x.get("effective_dilation")]
         if eff:
             lines += [f"The D the N6 board really kept: {min(eff):g}-{max(eff):g} (planned 3.2).", ""]

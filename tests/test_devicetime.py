@@ -163,3 +163,22 @@ def test_a_peer_program_that_writes_more_than_a_pipe_holds_still_ends():
     writer = "import sys; sys.stdout.write('x' * 300_000); sys.stderr.write('e' * 100_000)"
     out, err, returncode, samples = _run_sampling_clock(rig, [sys.executable, "-c", writer], timeout=30)
     assert (len(out), len(err), returncode, samples) == (300_000, 100_000, 0, [])
+
+
+def test_a_board_ended_peer_leg_whose_board_clock_stops_is_given_up(monkeypatch):
+    """A leg the board's clock ends has a long backstop; a board whose clock stops must not hold it that long."""
+    import subprocess
+    import sys
+    import time
+    from types import SimpleNamespace
+
+    from harness.rig import workload
+
+    monkeypatch.setattr(workload, "_CLOCK_STOPPED_S", 1.0)
+    rig = SimpleNamespace(namespace=SimpleNamespace(popen=lambda argv, **kw: subprocess.Popen(argv, **kw)),
+                          clock_sample=lambda: (time.monotonic(), 3.25, 10.0))  # the board's seconds never move
+    start = time.monotonic()
+    with pytest.raises(NetreproError, match="the board's clock did not move for 1 s"):
+        workload._run_sampling_clock(rig, [sys.executable, "-c", "import time; time.sleep(60)"], timeout=60,
+                                     stop_after_board_s=2.0)
+    assert time.monotonic() - start < 10

@@ -191,6 +191,13 @@ def _budget(rig: Session, workload: Workload, legs: int = 1) -> float:
     return rig.time.wall_s(board_s) * _lag_allowance(rig) + _SLACK_S
 
 
+# A leg the board's clock ends (rx on a board that sends its clock) gives iperf's own duration and the wait this
+# many times the planned wall time: only backstops, since the board ends it and a board whose clock stops is given
+# up after _CLOCK_STOPPED_S (a CI run planned at D = 0.8 kept 6.8: 5 times let iperf end itself at 1.2 board s of 2).
+_BOARD_ENDED_ALLOWANCE = 30.0
+_CLOCK_STOPPED_S = 20.0  # wall seconds without the board's clock moving: the board (or its emulator) has stopped
+
+
 def _lag_allowance(rig: Session) -> float:
     """How many times its planned wall time a board-timed leg may take: the link follows a board that
     falls behind, so the leg takes longer and the board, not the peer, ends it."""
@@ -200,12 +207,13 @@ def _lag_allowance(rig: Session) -> float:
 def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: str) -> list[Transfer]:
     start_board_services(rig, workload)
     on_board_clock = _ends_on_board_clock(rig, workload)
-    amount = _peer_amount(workload, rig.time, _lag_allowance(rig) if on_board_clock else 1.0)
+    amount = _peer_amount(workload, rig.time, _BOARD_ENDED_ALLOWANCE if on_board_clock else 1.0)
     argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *amount, "-y", "C", *flags]
     legs = 2 if workload.name == "rr" else 1
+    budget = rig.time.wall_s(workload.seconds) * _BOARD_ENDED_ALLOWANCE + _SLACK_S if on_board_clock else \
+        _budget(rig, workload, legs)
     start = time.monotonic()
-    out, err, returncode, samples = _run_sampling_clock(rig, argv, _budget(rig, workload, legs),
-                                                        workload.seconds if on_board_clock else None)
+    out, err, returncode, samples = _run_sampling_clock(rig, argv, budget, workload.seconds if on_board_clock else None)
     (rig.run_dir / log_name).write_text(out + err)
     measured = parse_iperf_csv(out, rig.addresses.device)
     transfers = [t.in_board_time(_kept(rig, samples, leg)) for t, leg in _legs(measured, start, legs > 1)]
@@ -229,18 +237,25 @@ def _run_sampling_clock(rig: Session, argv: list[str], timeout: float, stop_afte
     # program blocked writing to it never ends (a 10-minute device-time soak at D = 6 stopped so).
     drains = [_Drain(proc.stdout), _Drain(proc.stderr)]
     samples: list[ClockSample] = []
-    deadline = time.monotonic() + timeout
+    deadline = moved = time.monotonic()
+    deadline += timeout
     interrupted = False
     try:
         while proc.poll() is None:
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise NetreproError(f"'{' '.join(argv)}' in the namespace took over {timeout:g} s", "retry")
             if (sample := rig.clock_sample()) is not None:
+                if samples and sample[1] > samples[-1][1]:
+                    moved = now
                 samples.append(sample)
                 if (stop_after_board_s is not None and not interrupted
                         and sample[1] - samples[0][1] >= stop_after_board_s):
                     proc.send_signal(signal.SIGINT)  # nsenter exec'd iperf: this is iperf's own pid
                     interrupted = True
+            if stop_after_board_s is not None and not interrupted and now - moved > _CLOCK_STOPPED_S:
+                raise NetreproError(f"the board's clock did not move for {_CLOCK_STOPPED_S:g} s of wall time during "
+                                    f"'{argv[0]}'", "the board or its emulator stopped: see the console log")
             time.sleep(0.25)
         out, err = (drain.text() for drain in drains)  # to their end, before stop() closes the pipes
     finally:
