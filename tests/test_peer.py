@@ -104,3 +104,26 @@ def test_ctrl_c_during_a_run_stops_everything_and_keeps_the_folder(tmp_path, to_
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "interrupted"
     assert (run_dir / "console.log").stat().st_size > 0 and (run_dir / "capture.pcap").stat().st_size > 24
+
+
+def test_a_child_started_where_sigint_is_blocked_still_hears_it():
+    """A Ray worker's thread blocks SIGINT, and the block is inherited across exec: iperf then never heard
+    the board's clock end its run. Every child netrepro starts gets its signals back."""
+    import signal
+    import time
+
+    from harness.core.process import spawn, stop
+
+    # here, not in a thread of its own: the child dies with the thread that started it (PR_SET_PDEATHSIG)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        child = spawn(["sleep", "60"])  # not Python: an interpreter unblocks its signals itself
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    try:
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        child.wait(timeout=10)
+        assert child.returncode == -signal.SIGINT
+    finally:
+        stop(child, grace_s=1.0)

@@ -50,6 +50,12 @@ def _die_with_parent_at(priority: str) -> Callable[[], None]:
 
     def preexec() -> None:
         die_with_parent()
+        # A caller's blocked or ignored signals are inherited across exec: a Ray worker's thread blocks
+        # SIGINT, and an iperf started from it never heard the board's clock end its run (a sweep point
+        # asked for 2 board s ran 31.8). Every child netrepro starts must be stoppable by its signals.
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+            signal.signal(sig, signal.SIG_DFL)
         if priority == "realtime":
             with contextlib.suppress(OSError):
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
