@@ -119,6 +119,10 @@ def states(runs: list[dict]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def _states_line(case: str, runs: list[dict]) -> str:
+    return f"{case}, states over its runs: " + ", ".join(f"{k}: {v}" for k, v in states(runs).items())
+
+
 RT_WIRE_CASE = ("openmv-rt1060", "mp-rt1060-before", "wifi-wire", "sock-tx")
 
 
@@ -213,11 +217,9 @@ def markdown(r: dict) -> str:
         wire = r.get("wire", {}).get("rt1060_wifi_wire_sock_tx_before")
         if wire:
             lines.append(_row("openmv-rt1060 mp-rt1060-before sock-tx wifi-wire (the WiFi as a wire)", wire))
-        lines += ["", "RT1060 wifi tx before, states over its runs: " +
-                  ", ".join(f"{k}: {v}" for k, v in states(rt["runs"]).items()), ""]
+        lines += ["", _states_line("RT1060 wifi tx before", rt["runs"]), ""]
         if wire:
-            lines += ["RT1060 wifi-wire tx before, states over its runs: " +
-                      ", ".join(f"{k}: {v}" for k, v in states(wire["runs"]).items()), ""]
+            lines += [_states_line("RT1060 wifi-wire tx before", wire["runs"]), ""]
         eff = [x["effective_dilation"] for x in n6["runs"] if x.get("effective_dilation")]
         if eff:
             lines += [f"The D the N6 board really kept: {min(eff):g}-{max(eff):g} (planned 3.2).", ""]

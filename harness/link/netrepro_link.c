@@ -1022,9 +1022,7 @@ static void pcap_write(ns_t mono, const uint8_t *data, uint32_t len)
         }
         if (g_pend_n == g_pend_cap) {
             g_pend_cap = g_pend_cap ? 2 * g_pend_cap : 4096;
-            g_pend = realloc(g_pend, g_pend_cap * sizeof(*g_pend));
-            if (!g_pend)
-                die("out of memory");
+            g_pend = xrealloc(g_pend, g_pend_cap * sizeof(*g_pend));
         }
     }
     struct pcap_record *r = xmalloc(sizeof(*r) + len);

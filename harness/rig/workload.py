@@ -185,10 +185,11 @@ def _ends_on_board_clock(rig: Session, workload: Workload) -> bool:
     return workload.name == "rx" and not workload.bytes and rig.platform.sends_clock(rig.time)
 
 
-def _budget(rig: Session, workload: Workload, legs: int = 1) -> float:
-    """How long to wait on the wall clock for the workload to end."""
+def _budget(rig: Session, workload: Workload, legs: int = 1, allowance: float | None = None) -> float:
+    """How long to wait on the wall clock for the workload to end (`allowance` times its planned wall time;
+    default _lag_allowance)."""
     board_s = legs * (workload.seconds if not workload.bytes else max(workload.seconds, 60.0))
-    return rig.time.wall_s(board_s) * _lag_allowance(rig) + _SLACK_S
+    return rig.time.wall_s(board_s) * (_lag_allowance(rig) if allowance is None else allowance) + _SLACK_S
 
 
 # A leg the board's clock ends (rx on a board that sends its clock) gives iperf's own duration and the wait this
@@ -210,8 +211,7 @@ def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: s
     amount = _peer_amount(workload, rig.time, _BOARD_ENDED_ALLOWANCE if on_board_clock else 1.0)
     argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *amount, "-y", "C", *flags]
     legs = 2 if workload.name == "rr" else 1
-    budget = rig.time.wall_s(workload.seconds) * _BOARD_ENDED_ALLOWANCE + _SLACK_S if on_board_clock else \
-        _budget(rig, workload, legs)
+    budget = _budget(rig, workload, legs, _BOARD_ENDED_ALLOWANCE if on_board_clock else None)
     start = time.monotonic()
     out, err, returncode, samples = _run_sampling_clock(rig, argv, budget, workload.seconds if on_board_clock else None)
     (rig.run_dir / log_name).write_text(out + err)
@@ -237,8 +237,8 @@ def _run_sampling_clock(rig: Session, argv: list[str], timeout: float, stop_afte
     # program blocked writing to it never ends (a 10-minute device-time soak at D = 6 stopped so).
     drains = [_Drain(proc.stdout), _Drain(proc.stderr)]
     samples: list[ClockSample] = []
-    deadline = moved = time.monotonic()
-    deadline += timeout
+    moved = time.monotonic()  # when the board's clock was last seen to move
+    deadline = moved + timeout
     interrupted = False
     try:
         while proc.poll() is None:
