@@ -4,6 +4,7 @@ document's agreement and bookkeeping, and the table (the claims themselves: test
 from __future__ import annotations
 
 import dataclasses
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from harness.studies.reproduce import (
     report_names,
     reproduce,
 )
-from harness.studies.run import RunResult
+from harness.studies.run import Analyser, RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -307,6 +308,50 @@ def _run(figure: float | None) -> RunResult:
     return RunResult(platform="p", profile="q", lwip_version="2.1.3", link={"to_peer": rate, "to_device": rate},
                      workload={"name": "sock-rx"}, run_dir="/x", capture="/x/c", console_log="/x/l",
                      device="10.0.0.2", throughput_mbps=figure, analysis=AnalysisSummary(verdict="link-limited"))
+
+
+class _Measured:
+    """A MeasuredRun stand-in: its analysis records the thread it ran in, waits for `gate`, or fails."""
+
+    def __init__(self, figure: float | None, gate: threading.Event | None = None, fails: bool = False) -> None:
+        self.figure, self.gate, self.fails, self.thread = figure, gate, fails, None
+
+    def analysed(self) -> RunResult:
+        self.thread = threading.current_thread().name
+        if self.gate is not None:
+            assert self.gate.wait(10), "the next run never started"
+        if self.fails:
+            raise NetreproError("tshark could not read capture.pcap")
+        return _run(self.figure)
+
+
+def test_an_analysis_may_run_beside_the_next_run_and_a_failed_one_counts_as_a_failed_run(tmp_path):
+    next_run_started = threading.Event()
+    first, second = _Measured(30.0, gate=next_run_started), _Measured(None, fails=True)
+    with Analyser() as analyser:
+        def execute(run_dir: Path):
+            if run_dir.name.endswith("-2"):
+                next_run_started.set()  # the first run's analysis is still waiting for this
+                return analyser.submit(second, overlap=True)
+            return analyser.submit(first, overlap=True)
+
+        found = repeat_runs(execute, "eth rx", tmp_path, 2, Progress(quiet=True))
+        assert len(found.pending) == 2 and found.runs == []
+        found.settled()
+    assert first.thread.startswith("netrepro-analysis") and second.thread.startswith("netrepro-analysis")
+    assert [r.throughput_mbps for r in found.runs] == [30.0] and found.error == "tshark could not read capture.pcap"
+    assert found.pending == [] and len(found.run_dirs) == 2
+
+
+def test_an_analysis_that_may_not_overlap_runs_at_once_in_the_callers_thread():
+    inline = _Measured(25.0)
+    with Analyser() as analyser:
+        future = analyser.submit(inline, overlap=False)
+        assert future.done() and inline.thread == threading.current_thread().name
+    assert future.result().throughput_mbps == 25.0
+    failing = Analyser().submit(_Measured(None, fails=True), overlap=False)
+    with pytest.raises(NetreproError, match="tshark could not read"):
+        failing.result()
 
 
 def test_failed_runs_are_counted_per_case_whether_they_raised_or_gave_no_figure():

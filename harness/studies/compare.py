@@ -36,7 +36,7 @@ from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, Workload
 from harness.studies.cases import CaseResult, format_number, leak_notes, summarise_runs, time_line
-from harness.studies.run import Configuration, RunPlan, RunResult, data_rate_bps
+from harness.studies.run import Analyser, Configuration, Repeats, RunPlan, RunResult, data_rate_bps
 
 _WINDOW_LIMIT_UNSCALED = 0xFFFF
 _HEADERS = 14 + 20 + 20                 # Ethernet + IPv4 + TCP, what a pool pbuf holds besides payload
@@ -226,21 +226,24 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
                      boot_timeout=boot_timeout, time=platform.time(time or TimeChoice())) for p in profiles]
     slugs = [_slug(p.name) for p in profiles]
     root = make_run_dir(out, f"compare-{platform.name}", f"{slugs[0]}-vs-{slugs[1]}")
-    runs: list[list[RunResult]] = [[], []]
-    errors: list[str | None] = [None, None]
-    dirs: list[list[str]] = [[], []]
-    for i in range(repeats):
-        for k, role in enumerate("AB"):
-            run_dir = root / f"{role}-{slugs[k]}-{i + 1}"
-            run_dir.mkdir()
-            progress.step(f"{role} {labels[k]}: run {i + 1} of {repeats}")
-            try:
-                runs[k].append(plans[k].execute(run_dir))
-            except NetreproError as exc:
-                errors[k] = str(exc)
-            dirs[k].append(str(run_dir))
-    configs = [summarise(labels[k], role, runs[k], configurations[k], profiles[k].name, platform.name, link_name,
-                         workload.name, dirs[k], errors[k]) for k, role in enumerate("AB")]
+    found = [Repeats([], []), Repeats([], [])]
+    with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
+        for i in range(repeats):
+            for k, role in enumerate("AB"):
+                run_dir = root / f"{role}-{slugs[k]}-{i + 1}"
+                run_dir.mkdir()
+                progress.step(f"{role} {labels[k]}: run {i + 1} of {repeats}")
+                try:
+                    found[k].pending.append(analyser.submit(plans[k].measure(run_dir),
+                                                            plans[k].analysis_may_overlap()))
+                except NetreproError as exc:
+                    found[k].error = found[k].error or str(exc)  # the first failure explains
+                found[k].run_dirs.append(str(run_dir))
+        for side in found:
+            side.settled()
+    runs = [side.runs for side in found]
+    configs = [summarise(labels[k], role, found[k].runs, configurations[k], profiles[k].name, platform.name,
+                         link_name, workload.name, found[k].run_dirs, found[k].error) for k, role in enumerate("AB")]
     document = {
         "platform": platform.name, "link": link_name, "link_effective": _effective_link(runs, link),
         "workload": workload.describe(), "repeats": repeats, "run_dir": str(root),

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ from harness.studies.claims import (
     summary_line,
 )
 from harness.studies.report_page import write_report_page
-from harness.studies.run import RunPlan, RunResult, execute_trusted
+from harness.studies.run import Analyser, Repeats, RunPlan, RunResult, start_trusted
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 _CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
@@ -149,12 +150,12 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
     tree = lwip_tree(lwip_tree_path)
     root = make_run_dir(out, f"reproduce-{name}", "all")
     time = time or TimeChoice()
-    results: dict[str, CaseResult] = {}
     shared: dict[tuple, Repeats] = {}
-    for spec in cases:
-        results[spec["case"]] = _run_case(report, spec, root, tree, repeats,
-                                          seconds or float(spec.get("seconds", report.get("seconds", 10))),
-                                          progress, shared, time)
+    with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
+        started = [_start_case(report, spec, root, tree, repeats,
+                               seconds or float(spec.get("seconds", report.get("seconds", 10))),
+                               progress, shared, time, analyser) for spec in cases]
+        results = {result.case: _finish_case(report, result, shared[key].settled()) for result, key in started}
     for result in results.values():
         judge(result, results)
     platform = load_platform(report["platform"])
@@ -240,10 +241,11 @@ def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | No
     return Setup(spec["case"], platform, spec["profile"], spec["link"], workload, time)
 
 
-def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
-              seconds: float, progress: Progress,
-              shared: dict[tuple, Repeats],
-              time: TimeChoice) -> CaseResult:
+def _start_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
+                seconds: float, progress: Progress, shared: dict[tuple, Repeats], time: TimeChoice,
+                analyser: Analyser) -> tuple[CaseResult, tuple]:
+    """The case's result to fill and the key of its runs in `shared`, whose runs are started unless an
+    earlier case (the other direction of one two-way run) started them."""
     setup = case_setup(report, spec, seconds, time)
     platform, workload = setup.platform, setup.workload
     profile = resolve_profile(platform, spec["profile"])
@@ -256,34 +258,31 @@ def _run_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Pa
     if key not in shared:
         plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), setup.link_spec(), workload,
                        time=platform.time(time))
-        shared[key] = repeat_runs(lambda run_dir: execute_trusted(plan, run_dir), spec["case"], root, repeats,
-                                  progress)
-    runs, result.run_dirs, result.error = shared[key].runs, list(shared[key].run_dirs), shared[key].error
-    summarise_runs(result, runs, raised=len(result.run_dirs) - len(runs))
+        shared[key] = repeat_runs(lambda run_dir: start_trusted(plan, run_dir, analyser, progress), spec["case"],
+                                  root, repeats, progress)
+    return result, key
+
+
+def _finish_case(report: dict[str, Any], result: CaseResult, found: Repeats) -> CaseResult:
+    result.run_dirs, result.error = list(found.run_dirs), found.error
+    summarise_runs(result, found.runs, raised=len(result.run_dirs) - len(found.runs))
     if result.median_mbps is not None and report.get("unit_bytes"):
         result.median_in_unit = round(result.median_mbps * 1e6 / 8 / int(report["unit_bytes"]), 1)
     return result
 
 
-@dataclass
-class Repeats:
-    """One configuration's runs, shared by the cases that run it (the two directions of one iperf -r)."""
-
-    runs: list[RunResult]     # the runs that finished
-    run_dirs: list[str]       # every run's folder, finished or not
-    error: str | None = None  # the first failure's message
-
-
-def repeat_runs(execute: Callable[[Path], RunResult], case: str, root: Path, repeats: int,
+def repeat_runs(execute: Callable[[Path], RunResult | Future[RunResult]], case: str, root: Path, repeats: int,
                 progress: Progress) -> Repeats:
-    """Run `repeats` times, each in its own folder; a run that fails is counted, not fatal."""
+    """Run `repeats` times, each in its own folder; a run that fails is counted, not fatal. A run `execute`
+    hands back as a Future is still being analysed: Repeats.settled() waits for it."""
     found = Repeats([], [])
     for i in range(repeats):
         run_dir = root / f"{case.replace(' ', '-')}-{i + 1}"
         run_dir.mkdir()
         progress.step(f"{case}: run {i + 1} of {repeats}")
         try:
-            found.runs.append(execute(run_dir))
+            run = execute(run_dir)
+            (found.pending if isinstance(run, Future) else found.runs).append(run)
         except NetreproError as exc:
             found.error = found.error or str(exc)  # the first failure explains; later ones usually repeat it
         found.run_dirs.append(str(run_dir))
