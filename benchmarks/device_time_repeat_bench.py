@@ -1,6 +1,7 @@
 """Device time: is a figure the board's and not the host's? Repeatability, host independence, the model as a knob.
 
     python benchmarks/device_time_repeat_bench.py [--part repeat|wire|busy|knob|heap|dilation|all] [--seconds 5]
+    python benchmarks/device_time_repeat_bench.py --rewrite   (the .md again from the stored .json)
 
 repeat  5 runs of openmv-n6 mp-n6-after sock-rx over ethernet: (max - min) / median; 10 runs of
         openmv-rt1060 mp-rt1060-before sock-tx over wifi (the heap-exhaustion case, on the shared
@@ -119,6 +120,20 @@ def states(runs: list[dict]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def _heap_state_rows(runs: list[dict]) -> list[str]:
+    """The runs by the 8000 B heap's state: held (no ERR_MEM wait) or ran out (one or more 50 ms waits)."""
+    finished = [r for r in runs if "mbps" in r]
+    rows = ["| heap | runs | median | min-max | (max-min)/median | ERR_MEM waits |", "|---|---|---|---|---|---|"]
+    for state, members in (("held", [r for r in finished if not r["err_mem_waits"]]),
+                           ("ran out", [r for r in finished if r["err_mem_waits"]])):
+        if members:
+            part = spread(members)
+            waits = sorted({r["err_mem_waits"] for r in members})
+            rows.append(f"| {state} | {len(members)} of {len(finished)} | {part['median']} | "
+                        f"{part['min']}-{part['max']} | {part['spread_pct']} % | {', '.join(map(str, waits))} |")
+    return [*rows, ""]
+
+
 def _states_line(case: str, runs: list[dict]) -> str:
     return f"{case}, states over its runs: " + ", ".join(f"{k}: {v}" for k, v in states(runs).items())
 
@@ -217,9 +232,9 @@ def markdown(r: dict) -> str:
         wire = r.get("wire", {}).get("rt1060_wifi_wire_sock_tx_before")
         if wire:
             lines.append(_row("openmv-rt1060 mp-rt1060-before sock-tx wifi-wire (the WiFi as a wire)", wire))
-        lines += ["", _states_line("RT1060 wifi tx before", rt["runs"]), ""]
+        lines += ["", _states_line("RT1060 wifi tx before", rt["runs"]), "", *_heap_state_rows(rt["runs"])]
         if wire:
-            lines += [_states_line("RT1060 wifi-wire tx before", wire["runs"]), ""]
+            lines += [_states_line("RT1060 wifi-wire tx before", wire["runs"]), "", *_heap_state_rows(wire["runs"])]
         eff = [x["effective_dilation"] for x in n6["runs"] if x.get("effective_dilation")]
         if eff:
             lines += [f"The D the N6 board really kept: {min(eff):g}-{max(eff):g} (planned 3.2).", ""]
@@ -304,7 +319,12 @@ def main() -> None:
     parser.add_argument("--part", choices=("repeat", "wire", "busy", "knob", "heap", "dilation", "all"),
                         default="all")
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rewrite", action="store_true", help="only rewrite the .md from the stored .json")
     args = parser.parse_args()
+    if args.rewrite:
+        write({})
+        print((RESULTS / "device-time-repeat.md").read_text())
+        return
     parts = {"repeat": part_repeat, "wire": part_wire, "busy": part_busy, "knob": part_knob, "heap": part_heap,
              "dilation": part_dilation}
     for name, fn in parts.items():
