@@ -4,8 +4,8 @@ A report's [[inputs]] say which values netrepro assumed, their plausible `range 
 where netrepro uses them (`sets = "FILE: KEY"`). For each assumed input, every case of the
 reproduction that depends on it runs again with that input at the low end of its range, then at the
 high end, every other input at its value, through the steps reproduce takes for a case (its board,
-firmware, link preset and workload; RunPlan and execute_trusted; repeat_runs; summarise_runs), and
-its median is set beside the reproduction's (the baseline):
+firmware, link preset and workload; RunPlan and start_trusted, each run analysed beside the next;
+repeat_runs; summarise_runs), and its median is set beside the reproduction's (the baseline):
 
     platforms/P.toml: links.L.rate / .rtt  the cases on board P over link preset L: that preset's rate or RTT
                                            (the input in Mbit/s or ms, the preset in tc's "43mbit", "5.5ms")
@@ -35,6 +35,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -52,8 +53,8 @@ from harness.rig.profile import resolve_profile
 from harness.rig.workload import DEFAULT_CHUNK
 from harness.studies.cases import CaseResult, summarise_runs
 from harness.studies.claims import DEFAULT_BAND, percent
-from harness.studies.reproduce import Repeats, Setup, case_direction, case_setup, load_report, repeat_runs
-from harness.studies.run import RunPlan, RunResult, execute_trusted
+from harness.studies.reproduce import Setup, case_direction, case_setup, load_report, repeat_runs
+from harness.studies.run import Analyser, Repeats, RunPlan, RunResult, start_trusted
 
 CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
 NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
@@ -96,19 +97,19 @@ class Varied:
     note: str | None = None   # the reproduction did not run at the input's value
 
 
-Execute = Callable[[Setup, Path], RunResult]  # one run of a setup in a run folder
+Execute = Callable[[Setup, Path], RunResult | Future[RunResult]]  # one run of a setup in a run folder
 
 
 class RealRun:
-    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan and execute_trusted,
+    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan and start_trusted,
     as reproduce runs a case."""
 
-    def __init__(self, lwip_tree_path: str | None, progress: Progress) -> None:
-        self.tree_path, self.progress = lwip_tree_path, progress
+    def __init__(self, lwip_tree_path: str | None, progress: Progress, analyser: Analyser) -> None:
+        self.tree_path, self.progress, self.analyser = lwip_tree_path, progress, analyser
         self.plans: dict[tuple[str, ...], RunPlan] = {}
 
-    def __call__(self, setup: Setup, run_dir: Path) -> RunResult:
-        return execute_trusted(self.plan(setup), run_dir)
+    def __call__(self, setup: Setup, run_dir: Path) -> Future[RunResult]:
+        return start_trusted(self.plan(setup), run_dir, self.analyser)
 
     def plan(self, setup: Setup) -> RunPlan:
         if setup.key() not in self.plans:
@@ -374,11 +375,13 @@ def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: 
     root = Path(document["run_dir"])
     progress.step(f"sensitivity: {len(varied)} assumed input{'s' if len(varied) != 1 else ''} to vary, up to "
                   f"{planned_runs(varied, report, list(baseline)) * repeats} runs ({len(not_varied)} not varied)")
-    ctx = Context(report, baseline, _fresh(root / "sensitivity"), repeats, seconds, time,
-                  execute or RealRun(lwip_tree_path, progress), progress)
+    with Analyser() as analyser:
+        ctx = Context(report, baseline, _fresh(root / "sensitivity"), repeats, seconds, time,
+                      execute or RealRun(lwip_tree_path, progress, analyser), progress)
+        figures = [vary(ctx, i + 1, item) for i, item in enumerate(varied)]
     found = {"report": name, "repeats": repeats, "baseline_repeats": document.get("repeats"),
              "band": float(document.get("band", DEFAULT_BAND)), "time": time.mode,
-             "inputs": [vary(ctx, i + 1, item) for i, item in enumerate(varied)], "not_varied": not_varied}
+             "inputs": figures, "not_varied": not_varied}
     found["hangs_on"] = hangs_on(found, [c["case"] for c in document["cases"]])
     (root / "sensitivity.json").write_text(json.dumps(found, indent=2) + "\n")
     (root / "sensitivity.txt").write_text(format_sensitivity(found) + "\n")
@@ -413,16 +416,17 @@ def run_end(ctx: Context, folder: str, item: Varied, end: str, specs: list[dict[
     where = ctx.root / folder
     where.mkdir(parents=True, exist_ok=True)
     shared: dict[tuple[str, ...], Repeats] = {}
-    out = {}
-    for spec in specs:
+    setups = []
+    for spec in specs:  # every case's runs started first: a run's analysis may go on beside the next case's run
         setup = apply(case_setup(ctx.report, spec, ctx.seconds, ctx.time), item.target, item.settings[end])
+        setups.append(setup)
         if setup.key() not in shared:
             ctx.progress.step(f"sensitivity: {item.name} = {item.shown[end]} ({end} end of its range): "
                               f"{spec['case']}")
             shared[setup.key()] = repeat_runs(partial(ctx.execute, setup), spec["case"], where, ctx.repeats,
                                               ctx.progress)
-        out[spec["case"]] = end_figures(spec, setup, shared[setup.key()], value, ctx.baseline[spec["case"]])
-    return out
+    return {spec["case"]: end_figures(spec, setup, shared[setup.key()].settled(), value, ctx.baseline[spec["case"]])
+            for spec, setup in zip(specs, setups, strict=True)}
 
 
 def end_figures(spec: dict[str, Any], setup: Setup, found: Repeats, value: float,
