@@ -40,6 +40,7 @@ from harness.link import (
     parse_time,
     read_drops,
     read_pcap,
+    read_pcap_ns,
 )
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux, not exported by Python 3.11
@@ -695,17 +696,6 @@ def test_a_stand_in_nic_sends_no_faster_than_its_wire():
 # ------------------------------------------------------------------ capture, stats, process
 
 
-def pcap_stamps_ns(path: Path) -> list[int]:
-    """Each record's timestamp in ns, as integers, from a little-endian nanosecond pcap (the link's)."""
-    data, offset, stamps = Path(path).read_bytes(), 24, []
-    assert struct.unpack("<I", data[:4])[0] == 0xA1B23C4D, "not a nanosecond pcap"
-    while offset + 16 <= len(data):
-        sec, nsec, incl, _ = struct.unpack("<IIII", data[offset:offset + 16])
-        stamps.append(sec * 1_000_000_000 + nsec)
-        offset += 16 + incl
-    return stamps
-
-
 def test_capture_device_side_timestamps(root):
     spec = LinkSpec(to_device=one_way(delay_s=0.020), to_peer=one_way(delay_s=0.020), snaplen=128)
     with Bench(spec, root) as b:
@@ -719,7 +709,7 @@ def test_capture_device_side_timestamps(root):
         counters = b.link.stop()
     records = read_pcap(b.link.pcap_path)
     assert len(records) == 10 == counters.total_frames_out
-    stamps = pcap_stamps_ns(b.link.pcap_path)  # exact: a float of seconds since 1970 keeps only ~240 ns
+    stamps = [t for t, _ in read_pcap_ns(b.link.pcap_path)]  # exact: floats keep only ~240 ns here
     assert stamps == sorted(stamps)
     numbers = [frame_number(f) for _, f in records]
     assert numbers == [0, 1, 2, 3, 4, 100, 101, 102, 103, 104]  # device->peer stamped on arrival

@@ -48,7 +48,7 @@ JSON key and C key, declared once), spec (Direction and LinkSpec, presets and ov
 process (the Link process), counters (its stats), capture (reading its pcap and drops log).
 """
 
-from harness.link.capture import read_drops, read_pcap
+from harness.link.capture import read_drops, read_pcap, read_pcap_ns
 from harness.link.counters import DROP_REASONS, BoardClockCounters, DirectionCounters, LinkCounters
 from harness.link.process import LINK_SOURCE, SUN_PATH_MAX, Link, link_binary
 from harness.link.settings import OVERFLOW_MODES, SETTINGS, Setting
@@ -90,4 +90,5 @@ __all__ = [
     "parse_time",
     "read_drops",
     "read_pcap",
+    "read_pcap_ns",
 ]

@@ -20,6 +20,18 @@ def read_drops(path: Path) -> list[dict[str, Any]]:
 
 def read_pcap(path: Path) -> list[tuple[float, bytes]]:
     """(timestamp in seconds, frame bytes) for each record of a classic pcap (µs or ns)."""
+    return [(sec + frac * (1 / per_s), frame) for sec, frac, per_s, frame in _records(path)]  # as ever: x 1e-9 or 1e-6
+
+
+def read_pcap_ns(path: Path) -> list[tuple[int, bytes]]:
+    """(timestamp in integer ns, frame bytes) for each record: exact, where a float of seconds since 1970
+    keeps only ~240 ns."""
+    return [(sec * 1_000_000_000 + frac * (1_000_000_000 // per_s), frame)
+            for sec, frac, per_s, frame in _records(path)]
+
+
+def _records(path: Path) -> list[tuple[int, int, int, bytes]]:
+    """(seconds, fraction, fractions a second, frame bytes) for each record of a classic pcap."""
     data = Path(path).read_bytes()
     if len(data) < 24:
         raise NetreproError(f"{path} is not a pcap file (too short)", "check the link's log")
@@ -28,13 +40,13 @@ def read_pcap(path: Path) -> list[tuple[float, bytes]]:
     magic = struct.unpack(endian + "I", data[:4])[0]
     if magic not in (_MICRO, _NANO):
         raise NetreproError(f"{path} is not a classic pcap file (magic {magic:#x})", "check the link's log")
-    scale = 1e-9 if magic == _NANO else 1e-6
+    per_s = 1_000_000_000 if magic == _NANO else 1_000_000
     out = []
     offset = 24
     while offset + 16 <= len(data):
         sec, frac, incl, _orig = struct.unpack(endian + "IIII", data[offset : offset + 16])
         offset += 16
-        out.append((sec + frac * scale, data[offset : offset + incl]))
+        out.append((sec, frac, per_s, data[offset : offset + incl]))
         offset += incl
     return out
 
