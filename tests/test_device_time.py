@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from harness.link import LinkSpec
-from harness.rig.devicetime import TimeChoice
+from harness.rig.devicetime import LINK_LATE_MS, TimeChoice
 from harness.rig.workload import Workload
-from harness.studies.run import Configuration, RunPlan
+from harness.studies.run import Configuration, RunPlan, figures_at_risk, measure_trusted
 
 pytestmark = pytest.mark.real
 
 TIME_KEYS = {"mode", "dilation", "model_mips", "host_mips", "icount_shift", "realtime_priority", "host_lagged",
-             "max_lag_ms", "link_follows_board", "effective_dilation", "host_mips_source", "peer_figures_timed_by"}
+             "max_lag_ms", "link_follows_board", "effective_dilation", "host_mips_source", "peer_figures_timed_by",
+             "link_late_ms", "link_late"}
 
 
 def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
@@ -154,3 +158,43 @@ def test_a_peer_run_gets_the_boards_seconds_when_the_host_falls_behind(tmp_path,
     assert result["time"]["host_lagged"] is True and result["time"]["effective_dilation"] > 0.8 * 2
     assert result["seconds"] >= 1.5, result["seconds"]
     assert result["throughput_mbps"] == pytest.approx(result["analysis"]["goodput_mbps"], rel=0.05)
+
+
+def test_a_board_the_host_stops_for_over_a_second_is_found_late_and_the_run_repeated(n6, tree, tmp_path,
+                                                                                    monkeypatch, no_leftovers):
+    """QEMU stopped (SIGSTOP) for 1.5 s of wall time mid-run: after a wall second without the board's tick the
+    link takes the board for stopped and runs on by itself (netrepro_link.c, CLOCK_STALL_NS), so the frames
+    it holds leave ~300 ms of the board's time late. The run is marked, its figures at risk, and repeated at
+    twice the D. (A shorter stop, or one of the link, stops the board and the link together: no figure moves.)"""
+    import harness.studies.run as run_module
+
+    real_workload, stalls = run_module.run_workload, []
+
+    def stalled_once(rig, workload):
+        if not stalls:
+            stalls.append(threading.Timer(1.0, _stop_for, (rig.engine.pid, 1.5)))
+            stalls[0].start()
+        return real_workload(rig, workload)
+
+    monkeypatch.setattr(run_module, "run_workload", stalled_once)
+    firmware = Configuration("mp-n6-after").build(n6, tree)
+    link = LinkSpec.from_preset(n6.link_preset("wifi-wire"))
+    plan = RunPlan(n6, firmware, link, Workload("rx", seconds=2), time=n6.time(TimeChoice("device")))
+    (tmp_path / "run").mkdir()
+    result = measure_trusted(plan, tmp_path / "run").analysed()
+    stalls[0].join()
+    first = json.loads((tmp_path / "run" / "result.json").read_text())["time"]
+    assert set(first) == TIME_KEYS and first["link_follows_board"] is True
+    assert first["link_late"] is True and first["link_late_ms"] > LINK_LATE_MS, first
+    assert figures_at_risk(first)
+    assert result.run_dir == str(tmp_path / "run-slower")
+    assert result.time["dilation"] == 2 * first["dilation"] and result.time["link_late"] is False, result.time
+    assert result.time["link_late_ms"] < LINK_LATE_MS / 5
+
+
+def _stop_for(pid: int, seconds: float) -> None:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)

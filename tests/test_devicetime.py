@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from harness.core.errors import NetreproError
-from harness.rig.devicetime import HOST_MIPS_ENV, CpuModel, DeviceTime, TimeChoice, icount_shift, plan_time
+from harness.core.progress import Progress
+from harness.rig.devicetime import (
+    HOST_MIPS_ENV,
+    LINK_LATE_MS,
+    CpuModel,
+    DeviceTime,
+    TimeChoice,
+    icount_shift,
+    plan_time,
+)
 from harness.rig.platform import load_platform
 from harness.rig.workload import Transfer, parse_iperf_csv
+from harness.studies.run import RunPlan, RunResult, figures_at_risk, measure_trusted, risk_text
 
 M55 = CpuModel(clock_mhz=800, ipc=1.0, host_mips=250, source="test")
 
@@ -182,3 +193,73 @@ def test_a_board_ended_peer_leg_whose_board_clock_stops_is_given_up(monkeypatch)
         workload._run_sampling_clock(rig, [sys.executable, "-c", "import time; time.sleep(60)"], timeout=60,
                                      stop_after_board_s=2.0)
     assert time.monotonic() - start < 10
+
+
+def test_a_link_that_handed_frames_over_late_puts_the_figures_at_risk_even_when_it_followed_the_board():
+    followed = DeviceTime("device", dilation=3.2, host_lagged=True, link_follows_board=True)
+    assert not followed.figures_at_risk  # the lag alone moved no figure: the link kept to the board's clock
+    assert not followed.with_link_lateness(LINK_LATE_MS).figures_at_risk
+    late = followed.with_link_lateness(LINK_LATE_MS + 0.5)
+    assert (late.link_late, late.link_late_ms, late.figures_at_risk) == (True, LINK_LATE_MS + 0.5, True)
+    assert not DeviceTime("host").with_link_lateness(300).link_late  # host time: figures are the host's anyway
+    assert DeviceTime("device").with_link_lateness(1.2344).link_late_ms == 1.234
+
+
+def test_a_results_time_object_reads_back_without_its_other_keys():
+    time = DeviceTime("device", dilation=2.4, model_mips=600, link_late_ms=312.1, link_late=True)
+    data = {**time.as_dict(), "peer_figures_timed_by": {"rx": "the capture"}}
+    assert DeviceTime.from_dict(data) == time
+    assert figures_at_risk(data) and not figures_at_risk({})
+    assert "312.1 ms of the board's time late" in risk_text(data)
+    assert "fell behind the board by 7 ms" in risk_text(DeviceTime("device", host_lagged=True, max_lag_ms=7).as_dict())
+
+
+def test_a_run_whose_link_was_late_is_repeated_once_at_twice_the_dilation(tmp_path, monkeypatch):
+    measured: list[_Measured] = []
+
+    def measure(plan, run_dir, progress=None):
+        late = 300.0 if not measured else 2.0
+        time = replace(plan.time, link_follows_board=True).with_link_lateness(late)
+        measured.append(_Measured(RunResult(platform="p", profile="q", lwip_version="2", link={}, workload={},
+                                            run_dir=str(run_dir), capture="", console_log="", device="",
+                                            time=time.as_dict())))
+        return measured[-1]
+
+    monkeypatch.setattr(RunPlan, "measure", measure)
+    warnings: list[str] = []
+    progress = Progress(quiet=True)
+    monkeypatch.setattr(progress, "warn", warnings.append)
+    plan = RunPlan(None, None, None, None, time=plan_time("qemu", M55, "device"))  # type: ignore[arg-type]
+    result = measure_trusted(plan, tmp_path / "run", progress).result
+    assert [Path(m.result.run_dir).name for m in measured] == ["run", "run-slower"]
+    assert [m.result.time["dilation"] for m in measured] == [3.2, 6.4] and (tmp_path / "run-slower").is_dir()
+    assert result is measured[1].result and result.time["link_late"] is False
+    assert [m.analyses for m in measured] == [1, 0]  # the late run's folder keeps its analysis; the repeat's is next
+    (warning,) = warnings
+    assert warning.startswith("the host stalled the link: a frame reached the other side 300 ms") and "6.4" in warning
+
+
+class _Measured:
+    """A MeasuredRun stand-in whose analyses are counted."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result, self.analyses = result, 0
+
+    def analysed(self) -> RunResult:
+        self.analyses += 1
+        return self.result
+
+
+def test_run_warns_of_a_late_link_in_place_of_the_note_that_the_link_followed():
+    from harness.cli.main import _time_lines
+
+    followed = DeviceTime("device", dilation=3.2, model_mips=800, host_mips=250, host_lagged=True, max_lag_ms=900,
+                          link_follows_board=True, effective_dilation=5.9)
+    result = RunResult(platform="p", profile="q", lwip_version="2", link={}, workload={}, run_dir="", capture="",
+                       console_log="", device="", time=followed.with_link_lateness(3.0).as_dict())
+    assert any("the link followed its clock" in line for line in _time_lines(result))
+    result.time = followed.with_link_lateness(312.1).as_dict()
+    lines = _time_lines(result)
+    assert not any("the link followed its clock" in line for line in lines)
+    (warning,) = [line for line in lines if "WARNING" in line]
+    assert "312.1 ms of the board's time late" in warning and "--host-mips" in warning

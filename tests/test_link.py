@@ -42,6 +42,7 @@ from harness.link import (
     read_pcap,
     read_pcap_ns,
 )
+from harness.rig.devicetime import LINK_LATE_MS
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux, not exported by Python 3.11
 DEV_MAC = bytes.fromhex("020000000002")
@@ -634,6 +635,7 @@ def test_overflow_hold_is_the_default_and_loses_nothing(root):
         c = snap.to_device
         assert c.dropped_total == 0 and c.overflow == "hold"
         assert c.frames_out == _max_dgram_qlen() and c.in_flight == 30 - c.frames_out  # held by the link
+        time.sleep(0.3)  # the device takes nothing for a while: the held frames wait, and are not late
         got = b.at_device(30)  # the device reads again: everything arrives, in order
         assert [frame_number(f) for _, f in got] == list(range(30))
         counters = b.link.stop()
@@ -641,6 +643,25 @@ def test_overflow_hold_is_the_default_and_loses_nothing(root):
         b.__exit__(None, None, None)
     assert counters.to_device.frames_out == 30 and counters.total_dropped == 0
     assert read_drops(b.link.drops_path) == []
+    # lateness is the link's own: the time the receiver could not take a frame does not count
+    assert counters.late_ms_max < LINK_LATE_MS / 5, counters.to_device
+
+
+def test_a_stalled_link_hands_its_frames_over_late(root):
+    """The host stalling the link (here SIGSTOP, 600 ms) while it holds frames due 200 ms after they came in
+    hands them over ~400 ms late against their schedule: what a run's `link_late` judges."""
+    spec = LinkSpec(to_peer=one_way(delay_s=0.200))
+    with Bench(spec, root) as b:
+        for i in range(5):
+            b.from_device(raw_frame(i, 500))
+        b.wait_arrivals("to_peer", 5)  # in the link, not yet due
+        with b.frozen():
+            time.sleep(0.6)
+        assert [frame_number(f) for _, f in b.at_peer(5)] == list(range(5))
+        counters = b.link.stop()
+    assert 300 <= counters.to_peer.late_us_max / 1000 < 2000
+    assert counters.late_ms_max == counters.to_peer.late_us_max / 1000 > LINK_LATE_MS
+    assert counters.to_device.late_us_max == 0
 
 
 def test_overflow_in_the_spec_and_from_the_platform(tmp_path):

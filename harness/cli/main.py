@@ -42,7 +42,7 @@ from harness.studies.calibrate import calibrate, format_calibration
 from harness.studies.compare import compare, format_comparison
 from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult
+from harness.studies.run import Configuration, RunPlan, RunResult, risk_text
 from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
 from harness.studies.soak import judge_soak
 
@@ -427,7 +427,10 @@ def _time_lines(result: RunResult) -> list[str]:
     if time.get("mode") == "device":
         lines.append(f"  time     device: D = {time['dilation']:g} ({time['model_mips']:g} MIPS modelled, host "
                      f"{time['host_mips']:g} MIPS)")
-        if time.get("host_lagged") and time.get("link_follows_board"):
+        if time.get("link_late"):
+            lines.append(f"  WARNING  {risk_text(time)}: the board saw a gap no real link has, so these figures are "
+                         "not the board's; run with fewer jobs beside it or a larger D (--host-mips)")
+        elif time.get("host_lagged") and time.get("link_follows_board"):
             lines.append(f"  note     the host could not keep D = {time['dilation']:g}: the board ran at D = "
                          f"{time['effective_dilation']:g} ({time['max_lag_ms']:g} ms behind); the link followed its "
                          "clock, so the figures stay in the board's time")

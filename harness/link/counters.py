@@ -26,7 +26,9 @@ class DirectionCounters:
     queue_hwm_pkts: int = 0
     queue_hwm_bytes: int = 0
     in_flight: int = 0  # admitted but not yet delivered when the counters were written
-    late_us_mean: float = 0.0  # how late frames left the link against their schedule
+    # how late frames left the link against their schedule (board us in device time), not counting the
+    # time the receiver could not take them: the link, or the board's clock it follows, falling behind
+    late_us_mean: float = 0.0
     late_us_max: float = 0.0
     late_over_100us: int = 0
     overflow: str = "hold"  # what the link did with a frame the receiver could not take
@@ -97,6 +99,11 @@ class LinkCounters:
     @property
     def total_dropped(self) -> int:
         return self.to_device.dropped_total + self.to_peer.dropped_total
+
+    @property
+    def late_ms_max(self) -> float:
+        """The latest any frame left the link against its schedule, either way (board ms in device time)."""
+        return max(self.to_device.late_us_max, self.to_peer.late_us_max) / 1000
 
     @property
     def dropped(self) -> dict[str, int]:

@@ -1079,6 +1079,7 @@ struct endpoint {
     ns_t next_connect;
     int blocked;       /* the last send would block */
     ns_t retry_at;     /* when blocked and not pollable */
+    ns_t free_at;      /* when it could take frames again after it blocked (link ns) */
     int sndbuf;        /* SO_SNDBUF as the kernel keeps it (0: a tap) */
     int sock_frames;   /* full-size frames it holds unread (0: not limited by SO_SNDBUF) */
 };
@@ -1731,6 +1732,7 @@ static void dir_deliver(struct dir *d, ns_t now)
             if (d->out->connected || now < d->out->retry_at)
                 return;
             d->out->blocked = 0;
+            d->out->free_at = now;
         }
         struct frame *f = d->heap[0];
         ns_t t = link_now();
@@ -1758,7 +1760,9 @@ static void dir_deliver(struct dir *d, ns_t now)
         if (r == 0) {
             d->frames_out++;
             d->bytes_out += f->len;
-            ns_t late = t - f->due;
+            /* late against its schedule, not counting the time the receiver could not take it: what is
+             * left is the link (or the board's clock it follows) falling behind, a host disturbance */
+            ns_t late = t - (f->due > d->out->free_at ? f->due : d->out->free_at);
             if (late < 0)
                 late = 0;
             d->late_n++;
@@ -2060,8 +2064,10 @@ static void handle_ready(struct loop *L)
         handle_signals(L);
     clock_ready(L->pfd[3].revents);
     for (int k = 0; k < 2; k++) {
-        if (L->pfd[k].revents & POLLOUT)
+        if (L->pfd[k].revents & POLLOUT) {
             input_ep(L, k)->blocked = 0;
+            input_ep(L, k)->free_at = link_now();
+        }
         if (L->pfd[k].revents & (POLLIN | POLLERR))
             drain_input(L, k);
     }

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from harness.core.cache import cache_dir
@@ -40,6 +41,14 @@ MAX_ICOUNT_SHIFT = 10  # 1000 / 2^10 ~ 1 MIPS: slower than that, a run would tak
 # wait timed in the board's seconds may take this many times its planned wall time before it is given up
 # (a CI run saw an Xbox board at 2.96 times its planned D just after boot; under network load they run at ~2).
 LAG_ALLOWANCE = 5.0
+# A frame the link hands over this much later than its schedule (board ms; time the receiver could not
+# take it not counted) means the host stalled the board or the link: the board saw a gap no real link has.
+# Typically the host held QEMU for over a wall second, the link took the board for stopped and ran on by
+# itself (netrepro_link.c, CLOCK_STALL_NS), and what it held left ~1 / D s late. Undisturbed runs of every
+# QEMU board stay under 5 ms (the link's pacing into the NIC); runs beside two other boards on two cores
+# reached 195-312 ms and lost 10-25 % of their figure; 50 ms lies ten times above the first and four times
+# below the second.
+LINK_LATE_MS = 50.0
 
 
 @dataclass(frozen=True)
@@ -71,12 +80,19 @@ class DeviceTime:
     max_lag_ms: float = 0.0
     link_follows_board: bool = False  # the link kept to the board's own clock (so a lag moved no figure)
     effective_dilation: float | None = None  # the D the board really kept over the workload
+    link_late_ms: float = 0.0        # the latest a frame left the link against its schedule (board ms)
+    link_late: bool = False          # ... later than LINK_LATE_MS: the host stalled the link or the board
 
     @property
     def figures_at_risk(self) -> bool:
-        """The board fell behind while the link ran on wall / D: the board saw a faster world than
-        modelled, so its figures are not the board's (repeat at a larger D)."""
-        return self.host_lagged and not self.link_follows_board
+        """The board fell behind while the link ran on wall / D (the board saw a faster world than
+        modelled), or the link handed frames over late in the board's own time (the host stalled it or
+        the board's clock): either way the figures are not the board's (repeat at a larger D)."""
+        return (self.host_lagged and not self.link_follows_board) or self.link_late
+
+    def with_link_lateness(self, late_ms: float) -> DeviceTime:
+        """This run's time with how late its link handed frames over (link-stats.json) judged."""
+        return replace(self, link_late_ms=round(late_ms, 3), link_late=self.device and late_ms > LINK_LATE_MS)
 
     @property
     def device(self) -> bool:
@@ -113,6 +129,12 @@ class DeviceTime:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> DeviceTime:
+        """A result's `time` object read back (its other keys, e.g. peer_figures_timed_by, left out)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

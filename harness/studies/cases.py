@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.analysis import AnalysisSummary, load_capture
 from harness.core.errors import NetreproError
-from harness.studies.run import RunResult, data_rate_bps, device_busy
+from harness.studies.run import RunResult, data_rate_bps, device_busy, figures_at_risk
 
 
 @dataclass
@@ -43,6 +43,7 @@ class CaseResult:
     us_per_segment: float | None = None      # its busy time per full data segment, median
     lwip_ram_total: int | None = None        # lwIP's static RAM in the firmware (heap, pools, other), bytes
     leaks: str | None = None                 # the runs' leak checks in one phrase (case_leaks); None: no run
+    runs_at_risk: int = 0                    # runs the host disturbed even after a repeat (figures_at_risk)
     claim: dict[str, Any] = field(default_factory=dict)
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
@@ -64,6 +65,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.runs_failed = raised + len(runs) - len(measured)
     result.lwip_ram_total = next((r.lwip_ram["total"] for r in runs if r.lwip_ram), None)
     result.leaks = case_leaks(runs)
+    result.runs_at_risk = sum(figures_at_risk(r.time) for r in runs)
     if len(measured) < len(runs) and result.error is None:
         which = f"{result.direction} " if result.direction else ""
         result.error = (f"no {which}figure in {len(runs) - len(measured)} of the {len(runs)} finished runs "
@@ -113,6 +115,17 @@ def leak_notes(rows: list[dict[str, Any]], key: str) -> list[str]:
     if any(row.get("leaks") == "none" for row in rows):
         return ["", "leak check: none; every run got back what it took"]
     return []
+
+
+def risk_notes(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """Below a table: the rows (named by `key`) with runs the host disturbed even after their repeat at a
+    larger D (the host fell behind the board, or stalled the link): their figures are not the board's."""
+    risky = [f"  {row[key]}: {row['runs_at_risk']} of {len(row.get('run_dirs') or [])} runs"
+             for row in rows if row.get("runs_at_risk")]
+    if not risky:
+        return []
+    return ["", "figures at risk (the host disturbed these runs even after a repeat at a larger D; their "
+            "result.json says how): run with fewer jobs beside it", *risky]
 
 
 def _median_of(values: list[float | None]) -> float | None:

@@ -49,7 +49,7 @@ from harness.rig.platform import PROJECT_ROOT, Platform, load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
-from harness.studies.cases import CaseResult, format_number, leak_notes, summarise_runs, time_line
+from harness.studies.cases import CaseResult, format_number, leak_notes, risk_notes, summarise_runs, time_line
 from harness.studies.claims import (
     CHECKS,
     DEFAULT_BAND,
@@ -316,7 +316,8 @@ def format_report(document: dict[str, Any]) -> str:
     band = float(document.get("band", DEFAULT_BAND))
     lines = [*_preamble(document, band), "", *_inputs_block(document.get("inputs") or []), ""]
     lines += _table(document, band)
-    return "\n".join(lines + _notes(document["cases"]) + leak_notes(document["cases"], "case"))
+    cases = document["cases"]
+    return "\n".join(lines + _notes(cases) + leak_notes(cases, "case") + risk_notes(cases, "case"))
 
 
 def _preamble(document: dict[str, Any], band: float) -> list[str]:

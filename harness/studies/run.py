@@ -20,7 +20,7 @@ from harness.core.progress import Progress
 from harness.link import SETTINGS, LinkSpec
 from harness.link.air import saturated_rate_bps
 from harness.rig.build import Firmware, build_firmware
-from harness.rig.devicetime import DeviceTime
+from harness.rig.devicetime import LINK_LATE_MS, DeviceTime
 from harness.rig.leaks import LeakCheck, LeakReport
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, resolve_profile
@@ -185,12 +185,15 @@ class RunPlan:
                 transfers = run_workload(rig, self.workload)
                 result.record(transfers, two_way=self.workload.name in TWO_WAY)
                 result.device_cpu = device_cpu(rig.console.cpu_load())
-                result.time = clock.judge(rig, self.time).as_dict()
+                judged = clock.judge(rig, self.time)
+                result.time = judged.as_dict()
                 result.device_stats = rig.console.stats()
                 progress.step("leak check: waiting for the connections to close")
                 result.leaks = leak_check.finish()
                 if self.check_alive:
                     result.alive = rig.alive()
+            if rig.link_counters is not None:  # the link's lateness is known once it has stopped
+                result.time = judged.with_link_lateness(rig.link_counters.late_ms_max).as_dict()
             result.status = "passed"
         except NetreproError as exc:
             result.status, result.error = "failed", str(exc)
@@ -337,17 +340,29 @@ def start_trusted(plan: RunPlan, run_dir: Path, analyser: Analyser,
 def measure_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
     """execute_trusted's runs, the one that stands not yet analysed."""
     measured = plan.measure(run_dir, progress)
-    result = measured.result
-    if not (result.time.get("host_lagged") and not result.time.get("link_follows_board")):
+    time = measured.result.time
+    if not figures_at_risk(time):
         return measured
     slower = plan.time.slower()
-    (progress or Progress(quiet=True)).warn(
-        f"the host fell behind the board by {result.time['max_lag_ms']:g} ms at D = {plan.time.dilation:g}; "
-        f"repeating at D = {slower.dilation:g}")
+    (progress or Progress(quiet=True)).warn(f"{risk_text(time)} at D = {plan.time.dilation:g}; "
+                                            f"repeating at D = {slower.dilation:g}")
     measured.analysed()  # the lagged run's folder keeps its analysis too
     retry_dir = run_dir.with_name(run_dir.name + "-slower")
     retry_dir.mkdir()
     return replace(plan, time=slower).measure(retry_dir, progress)
+
+
+def figures_at_risk(time: dict[str, Any]) -> bool:
+    """DeviceTime.figures_at_risk of a result's `time` object (empty: the run never got that far)."""
+    return bool(time) and DeviceTime.from_dict(time).figures_at_risk
+
+
+def risk_text(time: dict[str, Any]) -> str:
+    """What put a run's figures at risk (figures_at_risk), in the user's words."""
+    if time.get("link_late"):
+        return (f"the host stalled the link: a frame reached the other side {time['link_late_ms']:g} ms of the "
+                f"board's time late (more than {LINK_LATE_MS:g} ms)")
+    return f"the host fell behind the board by {time['max_lag_ms']:g} ms"
 
 
 def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: CaptureAnalysis) -> None:
