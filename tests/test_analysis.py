@@ -593,3 +593,16 @@ def test_plots(tmp_path, fast):
         assert head.startswith(b"\x89PNG") if f.suffix == ".png" else b"<svg" in head or b"<?xml" in head
         assert f.stat().st_size > 5000
     assert "openmv-n6 / mp-n6-before / wifi" in (tmp_path / "timeseq.svg").read_text()
+
+
+def test_marks_sharing_a_pixel_column_are_grouped_and_few_are_left_alone():
+    from harness.analysis.plots import MAX_MARKS, _by_column
+
+    few = [(i * 0.001, i) for i in range(MAX_MARKS)]
+    assert _by_column(few, lambda p: p[0]) == [[p] for p in few]
+    many = [(i * 0.0001, i % 7) for i in range(20 * MAX_MARKS)]
+    groups = _by_column(many, lambda p: p[0])
+    assert MAX_MARKS <= len(groups) <= MAX_MARKS + 1
+    assert [p for g in groups for p in g] == many  # every mark in one group, in order
+    width = (many[-1][0] - many[0][0]) / MAX_MARKS
+    assert all(g[-1][0] - g[0][0] < width for g in groups)

@@ -9,7 +9,9 @@ axes and text stay vector.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
@@ -27,6 +29,11 @@ COLOURS = {
     "bound": "#e6a100",
 }
 DPI = 110
+# A full-width plot is ~1000 pixel columns wide: past this many marks, those sharing a column are drawn as one
+# (a 100 Mbit/s capture has ~8000 segments a second, and drawing each took seconds a run for no visible change)
+MAX_MARKS = 2000
+
+T = TypeVar("T")
 
 
 def plot_capture(analysis: CaptureAnalysis, out_dir: Path, title: str) -> list[Path]:
@@ -70,6 +77,24 @@ def _mb_axis(ax, top: int) -> float:
     return 1.0
 
 
+def _by_column(items: Sequence[T], when: Callable[[T], float]) -> list[Sequence[T]]:
+    """Time-ordered items in groups of one MAX_MARKS-th of their time span each (each item its own group
+    when there are no more than MAX_MARKS)."""
+    if len(items) <= MAX_MARKS:
+        return [[item] for item in items]
+    start = when(items[0])
+    width = (when(items[-1]) - start) / MAX_MARKS or 1.0
+    groups: list[list[T]] = []
+    column = None
+    for item in items:
+        here = int((when(item) - start) / width)
+        if here != column:
+            groups.append([])
+            column = here
+        groups[-1].append(item)
+    return groups
+
+
 def _time_sequence(fig: Figure, a: CaptureAnalysis) -> None:
     """Stevens/tcptrace style: each segment a vertical bar from seq to seq+len, ACK and window lines."""
     rtt = (a.rtt_ms or 5.0) / 1e3
@@ -89,7 +114,9 @@ def _time_sequence(fig: Figure, a: CaptureAnalysis) -> None:
             acks = [r for r in acks if lo - rtt <= r[0] <= hi]
         top = max((s[2] for s in segs), default=1)
         div = _mb_axis(ax, top)
-        new = [[(t, s / div), (t, e / div)] for t, s, e, re in segs if not re]
+        # the segments sharing a pixel column as one bar, from the lowest sequence number to the highest end
+        new = [[(g[0][0], min(s for _, s, _, _ in g) / div), (g[0][0], max(e for _, _, e, _ in g) / div)]
+               for g in _by_column([s for s in segs if not s[3]], lambda seg: seg[0])]
         old = [[(t, s / div), (t, e / div)] for t, s, e, re in segs if re]
         if new:
             ax.add_collection(LineCollection(new, colors=COLOURS["data"], linewidths=1.2, rasterized=True,
@@ -166,7 +193,10 @@ def _window(fig: Figure, a: CaptureAnalysis) -> None:
             ax.plot(zeros, [0] * len(zeros), "v", color=COLOURS["retrans"], markersize=6,
                     label=f"zero window ({len(zeros)} ACKs)")
     if a.in_flight:
-        ax.plot([t for t, _ in a.in_flight], [f / div for _, f in a.in_flight], ".", color=COLOURS["flight"],
+        # per pixel column, its least and its most in flight
+        flight = [p for g in _by_column(a.in_flight, lambda point: point[0])
+                  for p in dict.fromkeys((min(g, key=lambda q: q[1]), max(g, key=lambda q: q[1])))]
+        ax.plot([t for t, _ in flight], [f / div for _, f in flight], ".", color=COLOURS["flight"],
                 markersize=2.5, alpha=0.7, label=f"bytes in flight ({a.sender}'s view)",
                 rasterized=len(a.in_flight) > 3000)
     ax.set_xlabel("time since the connection's first frame (s)")
