@@ -44,6 +44,10 @@ def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
     assert result.time["link_follows_board"] is True
     assert stats["board_clock"]["ticks"] >= 2000
     assert result.time["effective_dilation"] >= 3.2 * 0.97
+    # ticks come 8 a board ms; the longest wall gap between them is recorded, in wall ms (> one tick's 0.4)
+    assert result.link_counters["board_clock"]["max_tick_gap_wall_ms"] > 3.2 / 8
+    late_ms = round(max(stats["to_device"]["late_us_max"], stats["to_peer"]["late_us_max"]) / 1000, 3)
+    assert (result.time["link_late_ms"], result.time["link_late"]) == (late_ms, late_ms > LINK_LATE_MS)
     assert 0 <= result.device_cpu["busy_percent"] <= 100
     assert result.device_cpu["total_ms"] > 0
     assert result.time["peer_figures_timed_by"] == {}  # the board timed its socket benchmark itself

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.link import LinkCounters, LinkSpec, read_pcap
+from harness.rig.devicetime import LINK_LATE_MS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_link import DEV_MAC, PEER_MAC, Bench, frame_number, one_way, raw_frame
@@ -95,6 +96,7 @@ def test_a_slow_boards_round_trip_still_reads_as_its_rtt(root):
     assert clock is not None and clock.ticks > 50
     assert clock.effective_dilation == pytest.approx(D * SLOWER, rel=0.1)
     assert clock.max_lag_ms > 0
+    assert 0 < clock.max_tick_gap_wall_ms < 20 * D * SLOWER  # a tick every 8 wall ms, read a little late at most
 
 
 def test_a_rate_follows_the_boards_clock(root):
@@ -125,6 +127,26 @@ def test_nothing_is_delivered_while_the_boards_clock_stands_still(root):
         b.link.stop()
     stats = json.loads(b.link.stats_path.read_text())
     assert stats["to_peer"]["frames_out"] == 1
+    assert stats["board_clock"]["max_tick_gap_wall_ms"] >= 350  # the pause, in wall ms
+    assert stats["to_peer"]["late_us_max"] < 1000  # held while the board stood still: not late in its time
+
+
+def test_a_board_clock_stopped_for_over_a_wall_second_is_given_up_and_what_the_link_held_leaves_late(root):
+    """After a wall second without a tick the link takes the board for stopped and runs on by itself; when
+    the board goes on, the frame the link held has left hundreds of board ms after its time (up to a wall
+    second at the link's fastest pace, 4 link ns a wall ns, over D), which a run judges `link_late`."""
+    spec = LinkSpec(to_peer=one_way(delay_s=0.050))  # 50 board ms: 200 wall ms at D = 4
+    with bench_with_clock(spec, root, D / 1000) as (b, clock):
+        b.from_device(raw_frame(1, 200))
+        b.wait_arrivals("to_peer", 1)
+        clock.paused.set()
+        assert b.at_peer(1, timeout=0.8) == []  # the board stands still: its 50 ms do not pass
+        assert len(b.at_peer(1, timeout=3)) == 1  # given up: the link ran on without it
+        clock.paused.clear()
+        time.sleep(0.05)
+        counters = b.link.stop()
+    assert counters.board_clock.max_tick_gap_wall_ms >= 1000
+    assert LINK_LATE_MS < counters.late_ms_max < 4 * 1000 / D
 
 
 def test_without_a_board_clock_the_link_runs_on_wall_over_d(root):

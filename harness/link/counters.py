@@ -62,6 +62,9 @@ class BoardClockCounters:
     wall_s: float = 0.0               # the wall time over the same ticks
     effective_dilation: float = 0.0   # wall seconds per board second, as it came out
     max_lag_ms: float = 0.0           # the most the board fell behind wall / D (board ms)
+    # the longest the board sent no tick, in wall ms: a board stopped this long stops its ACKs, while the
+    # peer's retransmission timer (Linux's minimum 200 ms) runs on the wall clock
+    max_tick_gap_wall_ms: float = 0.0
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BoardClockCounters:

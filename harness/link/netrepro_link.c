@@ -129,6 +129,26 @@ static ns_t mono_ns(void)
     return (ns_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
+/* the wall clock and the monotonic clock at one instant: the monotonic reading is the middle of the
+ * tightest of a few reads around the wall clock's, so that a preemption between two reads does not shift
+ * every timestamp derived from the pair (a stamp must never read earlier than the send it records) */
+static ns_t clock_pair(struct timespec *rt)
+{
+    ns_t best = INT64_MAX, mono = 0;
+    for (int i = 0; i < 4; i++) {
+        struct timespec t;
+        ns_t before = mono_ns();
+        clock_gettime(CLOCK_REALTIME, &t);
+        ns_t after = mono_ns();
+        if (after - before < best) {
+            best = after - before;
+            mono = before + (after - before) / 2;
+            *rt = t;
+        }
+    }
+    return mono;
+}
+
 static void die(const char *fmt, ...)
 {
     va_list ap;
@@ -630,6 +650,7 @@ struct board_clock {
     ns_t first_m;            /* the first tick, for the lag figures */
     double first_v;
     double max_lag_ns;       /* the most the board fell behind wall / D, in link ns */
+    ns_t max_gap_m;          /* the longest wall time between two reads that brought ticks */
     double last_v;           /* link_now() never returns less */
 };
 static struct board_clock g_clk = {.listen_fd = -1, .fd = -1, .slope = 1.0, .cap = INFINITY};
@@ -757,6 +778,8 @@ static void clock_read(void)
         g_clk.last_byte = buf[i];
     }
     if (k) {
+        if (m - g_clk.tick_m > g_clk.max_gap_m)
+            g_clk.max_gap_m = m - g_clk.tick_m;
         double per = (double)(m - g_clk.tick_m) / (double)k;
         if (per < 0.25 * board_ms) /* read in a burst after a late wake-up */
             per = 0.25 * board_ms;
@@ -1114,8 +1137,7 @@ static ssize_t recv_stamped(int fd, uint8_t *buf, size_t cap, ns_t *arrival)
     if (r < 0)
         return r;
     struct timespec rt_now;
-    clock_gettime(CLOCK_REALTIME, &rt_now);
-    ns_t m = mono_ns() - g_t0;
+    ns_t m = clock_pair(&rt_now) - g_t0;
     ns_t now = link_now();
     *arrival = now;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
@@ -1808,9 +1830,10 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
         double board_ns = g_clk.tick_v - g_clk.first_v, wall_ns = (double)(g_clk.tick_m - g_clk.first_m);
         fprintf(f,
                 ",\n  \"board_clock\": {\"ticks\": %" PRIu64 ", \"board_s\": %.6f, \"wall_s\": %.6f, "
-                "\"effective_dilation\": %.6f, \"max_lag_ms\": %.3f}",
+                "\"effective_dilation\": %.6f, \"max_lag_ms\": %.3f, \"max_tick_gap_wall_ms\": %.3f}",
                 g_clk.ticks, board_ns / 1e9 / g_dilation, wall_ns / 1e9,
-                board_ns > 0 ? wall_ns / board_ns * g_dilation : 0.0, g_clk.max_lag_ns / 1e6 / g_dilation);
+                board_ns > 0 ? wall_ns / board_ns * g_dilation : 0.0, g_clk.max_lag_ns / 1e6 / g_dilation,
+                (double)g_clk.max_gap_m / 1e6);
     }
     if (g_air.on) {
         double board_s = now / 1e9 / g_dilation;
@@ -2335,9 +2358,8 @@ int main(int argc, char **argv)
     }
 
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    g_t0 = clock_pair(&ts);
     g_wall0 = (ns_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-    g_t0 = mono_ns();
     if (clock_path)
         clock_listen(clock_path);
     if (pcap_path)
