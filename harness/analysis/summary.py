@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.sides import PerSide
+from harness.core.records import known_fields
 
 _UNKNOWN: PerSide[Any] = PerSide(None, None)
 _NONE_COUNTED: PerSide[Any] = PerSide(0, 0)
@@ -22,8 +23,7 @@ _NONE_COUNTED: PerSide[Any] = PerSide(0, 0)
 
 def _known(cls: type, data: Mapping[str, Any] | None) -> dict[str, Any]:
     """The entries of data that are fields of cls, lists as tuples (the dataclasses are frozen)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in (data or {}).items() if k in names}
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in known_fields(cls, data).items()}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import NetreproError
+from harness.core.records import known_fields
 
 DROP_REASONS = ("loss", "gemodel", "droplist", "queue", "unreachable", "device-full", "air")  # air: medium=shared
 
@@ -46,8 +47,7 @@ class DirectionCounters:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DirectionCounters:
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in names}
+        values = known_fields(cls, data)
         values["dropped"] = {reason: int(data.get("dropped", {}).get(reason, 0)) for reason in DROP_REASONS}
         return cls(**values)
 
@@ -68,8 +68,7 @@ class BoardClockCounters:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BoardClockCounters:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)

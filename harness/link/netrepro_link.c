@@ -130,12 +130,12 @@ static ns_t mono_ns(void)
 }
 
 /* the wall clock and the monotonic clock at one instant: the monotonic reading is the middle of the
- * tightest of a few reads around the wall clock's, so that a preemption between two reads does not shift
- * every timestamp derived from the pair (a stamp must never read earlier than the send it records) */
-static ns_t clock_pair(struct timespec *rt)
+ * tightest of `tries` reads around the wall clock's, so that a preemption between two reads does not
+ * shift what is derived from the pair (a stamp must never read earlier than the send it records) */
+static ns_t clock_pair(struct timespec *rt, int tries)
 {
     ns_t best = INT64_MAX, mono = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < tries; i++) {
         struct timespec t;
         ns_t before = mono_ns();
         clock_gettime(CLOCK_REALTIME, &t);
@@ -1137,7 +1137,7 @@ static ssize_t recv_stamped(int fd, uint8_t *buf, size_t cap, ns_t *arrival)
     if (r < 0)
         return r;
     struct timespec rt_now;
-    ns_t m = clock_pair(&rt_now) - g_t0;
+    ns_t m = clock_pair(&rt_now, 1) - g_t0; /* a frame: one read around, its error is this frame's alone */
     ns_t now = link_now();
     *arrival = now;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
@@ -2358,7 +2358,7 @@ int main(int argc, char **argv)
     }
 
     struct timespec ts;
-    g_t0 = clock_pair(&ts);
+    g_t0 = clock_pair(&ts, 4); /* once: every timestamp of the run is derived from it */
     g_wall0 = (ns_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
     if (clock_path)
         clock_listen(clock_path);

@@ -22,11 +22,12 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from harness.core.cache import cache_dir
 from harness.core.errors import NetreproError
+from harness.core.records import known_fields
 
 TIME_MODES = ("device", "host")
 DEFAULT_MODE = "device"  # figures measure the board; --time host for quick, host-dependent iteration
@@ -44,10 +45,10 @@ LAG_ALLOWANCE = 5.0
 # A frame the link hands over this much later than its schedule (board ms; time the receiver could not
 # take it not counted) means the host stalled the board or the link: the board saw a gap no real link has.
 # Typically the host held QEMU for over a wall second, the link took the board for stopped and ran on by
-# itself (netrepro_link.c, CLOCK_STALL_NS), and what it held left hundreds of board ms late. Undisturbed runs of every
-# QEMU board stay under 5 ms (the link's pacing into the NIC); runs beside two other boards on two cores
-# reached 195-312 ms and lost 10-25 % of their figure; 50 ms lies ten times above the first and four times
-# below the second.
+# itself (netrepro_link.c, CLOCK_STALL_NS), and what it held left hundreds of board ms late. Undisturbed
+# runs of every QEMU board stay under 5 ms (the link's pacing into the NIC); runs beside two other boards
+# on two cores reached 195-312 ms and lost 10-25 % of their figure; 50 ms lies ten times above the first
+# and four times below the second.
 LINK_LATE_MS = 50.0
 
 
@@ -133,8 +134,7 @@ class DeviceTime:
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> DeviceTime:
         """A result's `time` object read back (its other keys, e.g. peer_figures_timed_by, left out)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})  # type: ignore[arg-type]
+        return cls(**known_fields(cls, data))
 
 
 @dataclass(frozen=True)
