@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.link import LinkSpec
-from harness.rig.devicetime import LINK_LATE_MS, TimeChoice
+from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, TimeChoice
 from harness.rig.workload import Workload
 from harness.studies.run import Configuration, RunPlan, figures_at_risk, measure_trusted
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.real
 
 TIME_KEYS = {"mode", "dilation", "model_mips", "host_mips", "icount_shift", "realtime_priority", "host_lagged",
              "max_lag_ms", "link_follows_board", "effective_dilation", "host_mips_source", "peer_figures_timed_by",
-             "link_late_ms", "link_late"}
+             "link_late_ms", "link_late", "board_stall_ms", "board_stalled"}
 
 
 def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
@@ -48,6 +48,10 @@ def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
     assert result.link_counters["board_clock"]["max_tick_gap_wall_ms"] > 3.2 / 8
     late_ms = round(max(stats["to_device"]["late_us_max"], stats["to_peer"]["late_us_max"]) / 1000, 3)
     assert (result.time["link_late_ms"], result.time["link_late"]) == (late_ms, late_ms > LINK_LATE_MS)
+    # the longest gap within the workload is at most the run's longest, and judged against the peer's RTO
+    stall_ms = result.time["board_stall_ms"]
+    assert 0 <= stall_ms <= result.link_counters["board_clock"]["max_tick_gap_wall_ms"]
+    assert result.time["board_stalled"] is (stall_ms > BOARD_STALL_MS)
     assert 0 <= result.device_cpu["busy_percent"] <= 100
     assert result.device_cpu["total_ms"] > 0
     assert result.time["peer_figures_timed_by"] == {}  # the board timed its socket benchmark itself
@@ -190,6 +194,8 @@ def test_a_board_the_host_stops_for_over_a_second_is_found_late_and_the_run_repe
     first = json.loads((tmp_path / "run" / "result.json").read_text())["time"]
     assert set(first) == TIME_KEYS and first["link_follows_board"] is True
     assert first["link_late"] is True and first["link_late_ms"] > LINK_LATE_MS, first
+    # QEMU stopped 1.5 s during the workload: the board sent no tick for as long (the link gave it up after 1 s)
+    assert first["board_stalled"] is True and first["board_stall_ms"] >= 1400, first
     assert figures_at_risk(first)
     assert result.run_dir == str(tmp_path / "run-slower")
     assert result.time["dilation"] == 2 * first["dilation"] and result.time["link_late"] is False, result.time

@@ -9,7 +9,9 @@ import pytest
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
+from harness.link.counters import BoardClockCounters
 from harness.rig.devicetime import (
+    BOARD_STALL_MS,
     HOST_MIPS_ENV,
     LINK_LATE_MS,
     CpuModel,
@@ -263,3 +265,40 @@ def test_run_warns_of_a_late_link_in_place_of_the_note_that_the_link_followed():
     assert not any("the link followed its clock" in line for line in lines)
     (warning,) = [line for line in lines if "WARNING" in line]
     assert "312.1 ms of the board's time late" in warning and "--host-mips" in warning
+
+
+def test_a_board_held_longer_than_the_peers_shortest_retransmission_timeout_puts_its_figures_at_risk():
+    followed = DeviceTime("device", dilation=3.2, link_follows_board=True)
+    assert not followed.with_board_stall(BOARD_STALL_MS).figures_at_risk
+    held = followed.with_board_stall(BOARD_STALL_MS + 0.5)
+    assert (held.board_stalled, held.board_stall_ms, held.figures_at_risk) == (True, BOARD_STALL_MS + 0.5, True)
+    assert not DeviceTime("host").with_board_stall(900).board_stalled  # host time: figures are the host's anyway
+    assert DeviceTime.from_dict(held.as_dict()) == held
+    text = risk_text(held.as_dict())
+    assert text.startswith(f"the host held the board {BOARD_STALL_MS + 0.5:g} ms of wall time") and "200 ms" in text
+
+
+def test_only_the_stalls_within_the_workload_count_and_only_the_part_within_it():
+    # [CLOCK_MONOTONIC s at the start, wall ms]: one at boot, one straddling the workload's start, one within
+    clock = BoardClockCounters.from_dict({"ticks": 10, "stalls": [[100.0, 950.0], [109.9, 400.0], [112.0, 250.0]],
+                                          "stalls_seen": 3})
+    assert clock.stalls == ((100.0, 950.0), (109.9, 400.0), (112.0, 250.0)) and clock.stalls_seen == 3
+    assert clock.longest_stall_ms(110.0, 120.0) == 300.0  # the boot's 950 ms is outside; 100 ms of 400 fell before
+    assert clock.longest_stall_ms(112.1, 120.0) == 150.0
+    assert clock.longest_stall_ms(120.0, 130.0) == 0.0
+    assert BoardClockCounters.from_dict({"ticks": 1}).longest_stall_ms(0.0, 1e9) == 0.0  # an older link: none
+
+
+def test_run_warns_of_a_board_the_host_held_in_place_of_the_note_that_the_link_followed():
+    from harness.cli.main import _time_lines
+
+    followed = DeviceTime("device", dilation=3.2, model_mips=800, host_mips=250, host_lagged=True, max_lag_ms=900,
+                          link_follows_board=True, effective_dilation=9.5)
+    result = RunResult(platform="p", profile="q", lwip_version="2", link={}, workload={}, run_dir="", capture="",
+                       console_log="", device="", time=followed.with_board_stall(120.0).as_dict())
+    assert any("the link followed its clock" in line for line in _time_lines(result))
+    result.time = followed.with_board_stall(480.0).as_dict()
+    lines = _time_lines(result)
+    assert not any("the link followed its clock" in line for line in lines)
+    (warning,) = [line for line in lines if "WARNING" in line]
+    assert "held the board 480 ms of wall time" in warning and "fewer jobs" in warning

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import statistics
 import sys
@@ -118,17 +119,51 @@ def test_a_rate_follows_the_boards_clock(root):
 def test_nothing_is_delivered_while_the_boards_clock_stands_still(root):
     spec = LinkSpec(to_peer=one_way(delay_s=0.002))
     with bench_with_clock(spec, root, D / 1000) as (b, clock):
+        paused = time.monotonic()
         clock.paused.set()
         time.sleep(0.05)
         b.from_device(raw_frame(1, 200))
         assert b.at_peer(1, timeout=0.3) == []  # 2 board ms never pass while the board is stopped
         clock.paused.clear()
+        resumed = time.monotonic()
         assert len(b.at_peer(1, timeout=2)) == 1
         b.link.stop()
     stats = json.loads(b.link.stats_path.read_text())
     assert stats["to_peer"]["frames_out"] == 1
     assert stats["board_clock"]["max_tick_gap_wall_ms"] >= 350  # the pause, in wall ms
+    # the pause is kept as a stall, with when it began on the monotonic clock the harness reads
+    board_clock = LinkCounters.from_file(b.link.stats_path).board_clock
+    (at, ms), *_ = [(at, ms) for at, ms in board_clock.stalls if ms >= 350]
+    assert paused - 0.05 < at < paused + 0.01 and ms < (time.monotonic() - paused) * 1000
+    assert board_clock.longest_stall_ms(paused, resumed + 1) >= 350
+    assert board_clock.longest_stall_ms(resumed + 0.1, resumed + 10) < 350  # after it: not counted
     assert stats["to_peer"]["late_us_max"] < 1000  # held while the board stood still: not late in its time
+
+
+def _cpu_s(pid: int) -> float:
+    """A process's user + system CPU seconds so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_frame_due_just_past_the_boards_next_tick_is_waited_for_without_spinning(root):
+    """Link time stops at the board's next tick until that tick is read. A frame due just past it (here 1
+    link ns past) can come only with the tick, an input: the link waits for it in ppoll. Spinning for it held
+    a core at real-time priority from the emulator that had to send the tick; two runs on two cores stood
+    still until the kernel's real-time throttling let the emulators run (950 ms stalls, once a few seconds)."""
+    spec = LinkSpec(to_peer=one_way(delay_s=0.25e-9))  # a quarter of a board ns: 1 link ns at D = 4
+    with bench_with_clock(spec, root, D / 1000) as (b, clock):
+        clock.paused.set()
+        time.sleep(0.05)  # the link's time has reached the next tick and waits there
+        b.from_device(raw_frame(1, 200))
+        b.wait_arrivals("to_peer", 1)
+        before, start = _cpu_s(b.link.pid), time.monotonic()
+        assert b.at_peer(1, timeout=0.5) == []  # due past the tick: not before the board goes on
+        used = (_cpu_s(b.link.pid) - before) / (time.monotonic() - start)
+        clock.paused.clear()
+        assert len(b.at_peer(1, timeout=2)) == 1
+        b.link.stop()
+    assert used < 0.2, f"the link used {used:.0%} of a core while it waited for the board's tick"
 
 
 def test_a_board_clock_stopped_for_over_a_wall_second_is_given_up_and_what_the_link_held_leaves_late(root):

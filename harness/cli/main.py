@@ -430,6 +430,9 @@ def _time_lines(result: RunResult) -> list[str]:
         if time.get("link_late"):
             lines.append(f"  WARNING  {risk_text(time)}: the board saw a gap no real link has, so these figures are "
                          "not the board's; run with fewer jobs beside it or a larger D (--host-mips)")
+        elif time.get("board_stalled"):
+            lines.append(f"  WARNING  {risk_text(time)}: the peer may have resent what the board had not yet "
+                         "acknowledged, so these figures may not be the board's; run with fewer jobs beside it")
         elif time.get("host_lagged") and time.get("link_follows_board"):
             lines.append(f"  note     the host could not keep D = {time['dilation']:g}: the board ran at D = "
                          f"{time['effective_dilation']:g} ({time['max_lag_ms']:g} ms behind); the link followed its "

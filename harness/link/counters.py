@@ -65,10 +65,21 @@ class BoardClockCounters:
     # the longest the board sent no tick, in wall ms: a board stopped this long stops its ACKs, while the
     # peer's retransmission timer (Linux's minimum 200 ms) runs on the wall clock
     max_tick_gap_wall_ms: float = 0.0
+    # the longest gaps of 50 ms or more (at most 64 kept), as (CLOCK_MONOTONIC s at their start, wall ms),
+    # in time order, and how many there were in all
+    stalls: tuple[tuple[float, float], ...] = ()
+    stalls_seen: int = 0
+
+    def longest_stall_ms(self, start: float, end: float) -> float:
+        """The longest wall ms the board sent no tick within [start, end] (time.monotonic() seconds)."""
+        within = [min(at + ms / 1000, end) - max(at, start) for at, ms in self.stalls]
+        return round(max([w for w in within if w > 0], default=0.0) * 1000, 3)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BoardClockCounters:
-        return cls(**known_fields(cls, data))
+        values = known_fields(cls, data)
+        values["stalls"] = tuple((float(at), float(ms)) for at, ms in data.get("stalls", ()))
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -653,6 +653,36 @@ struct board_clock {
     ns_t max_gap_m;          /* the longest wall time between two reads that brought ticks */
     double last_v;           /* link_now() never returns less */
 };
+/*
+ * The board's stalls: wall gaps between ticks of STALL_RECORD_NS or more, the longest STALL_KEEP kept
+ * with when they began (CLOCK_MONOTONIC), so that the harness can tell which fell in its workload.  A
+ * stall stops the board's ACKs and the link with it, but not the peer's retransmission timer, which runs
+ * on the wall clock (Linux's minimum is 200 ms).
+ */
+#define STALL_RECORD_NS 50000000
+#define STALL_KEEP 64
+struct stall {
+    ns_t at_m;  /* monotonic ns since start of the last tick before it */
+    ns_t wall;  /* its length */
+};
+static struct stall g_stalls[STALL_KEEP];
+static int g_stalls_n;
+static uint64_t g_stalls_seen;
+
+static void stall_note(ns_t at_m, ns_t wall)
+{
+    g_stalls_seen++;
+    int slot = g_stalls_n < STALL_KEEP ? g_stalls_n++ : -1;
+    if (slot < 0) { /* full: it replaces the shortest kept, if longer */
+        slot = 0;
+        for (int i = 1; i < STALL_KEEP; i++)
+            if (g_stalls[i].wall < g_stalls[slot].wall)
+                slot = i;
+        if (g_stalls[slot].wall >= wall)
+            return;
+    }
+    g_stalls[slot] = (struct stall){at_m, wall};
+}
 static struct board_clock g_clk = {.listen_fd = -1, .fd = -1, .slope = 1.0, .cap = INFINITY};
 static double g_clock_per_ms = 1.0; /* the board's clock ticks a board ms (--board-clock-per-ms) */
 
@@ -672,6 +702,13 @@ static ns_t link_now(void)
         v = g_clk.last_v;
     g_clk.last_v = v;
     return (ns_t)v;
+}
+
+/* whether link time cannot reach `t` before the board's next tick is read (a board stopped over
+   CLOCK_STALL_NS no longer holds it) */
+static int clock_holds(ns_t t)
+{
+    return g_clk.ticking && mono_ns() - g_t0 - g_clk.tick_m < CLOCK_STALL_NS && (double)t > g_clk.cap;
 }
 
 /* how many wall ns link time takes to advance by `v` from now (an estimate: it is re-checked) */
@@ -780,6 +817,8 @@ static void clock_read(void)
     if (k) {
         if (m - g_clk.tick_m > g_clk.max_gap_m)
             g_clk.max_gap_m = m - g_clk.tick_m;
+        if (m - g_clk.tick_m >= STALL_RECORD_NS)
+            stall_note(g_clk.tick_m, m - g_clk.tick_m);
         double per = (double)(m - g_clk.tick_m) / (double)k;
         if (per < 0.25 * board_ms) /* read in a burst after a late wake-up */
             per = 0.25 * board_ms;
@@ -1830,10 +1869,23 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
         double board_ns = g_clk.tick_v - g_clk.first_v, wall_ns = (double)(g_clk.tick_m - g_clk.first_m);
         fprintf(f,
                 ",\n  \"board_clock\": {\"ticks\": %" PRIu64 ", \"board_s\": %.6f, \"wall_s\": %.6f, "
-                "\"effective_dilation\": %.6f, \"max_lag_ms\": %.3f, \"max_tick_gap_wall_ms\": %.3f}",
+                "\"effective_dilation\": %.6f, \"max_lag_ms\": %.3f, \"max_tick_gap_wall_ms\": %.3f",
                 g_clk.ticks, board_ns / 1e9 / g_dilation, wall_ns / 1e9,
                 board_ns > 0 ? wall_ns / board_ns * g_dilation : 0.0, g_clk.max_lag_ns / 1e6 / g_dilation,
                 (double)g_clk.max_gap_m / 1e6);
+        /* the stalls as [CLOCK_MONOTONIC s of their start, wall ms], in time order */
+        fprintf(f, ", \"stalls_seen\": %" PRIu64 ", \"stalls\": [", g_stalls_seen);
+        int done[STALL_KEEP] = {0};
+        for (int k = 0; k < g_stalls_n; k++) {
+            int first = -1;
+            for (int i = 0; i < g_stalls_n; i++)
+                if (!done[i] && (first < 0 || g_stalls[i].at_m < g_stalls[first].at_m))
+                    first = i;
+            done[first] = 1;
+            fprintf(f, "%s[%.6f, %.3f]", k ? ", " : "", (double)(g_t0 + g_stalls[first].at_m) / 1e9,
+                    (double)g_stalls[first].wall / 1e6);
+        }
+        fputs("]}", f);
     }
     if (g_air.on) {
         double board_s = now / 1e9 / g_dilation;
@@ -2122,9 +2174,14 @@ static void loop_once(struct loop *L)
     ns_t deadline = next_deadline(L);
     now = link_now();
     if (deadline > now) {
-        ns_t margin = deadline == INT64_MAX ? 0 : waiter_margin(L->w, now);
+        /* A deadline past the board's next tick comes only with that tick, an input: wait for it in
+           ppoll.  Spinning for it would hold a core (at real-time priority) from the emulator that has
+           to send it; two runs on two cores did so until the kernel's real-time throttling gave the
+           emulators their 50 ms a second, and the boards stood still for 950 ms at a time. */
+        int held = clock_holds(deadline);
+        ns_t margin = deadline == INT64_MAX || held ? 0 : waiter_margin(L->w, now);
         ns_t wake = deadline == INT64_MAX ? INT64_MAX : deadline - margin;
-        if (wake > now + 2000) {
+        if (held || wake > now + 2000) {
             set_pollfds(L, 0, deadline, now);
             int n = xppoll(L, wake == INT64_MAX ? -1 : link_wall(wake - now));
             if (n != 0) {
@@ -2132,6 +2189,8 @@ static void loop_once(struct loop *L)
                     handle_ready(L);
                 goto housekeeping; /* woken by an input or a signal: start over */
             }
+            if (held)
+                goto housekeeping;
             waiter_sample(L->w, link_now() - wake);
         }
         /* the last stretch: take in everything now, then spin watching all inputs; a spin
@@ -2141,16 +2200,24 @@ static void loop_once(struct loop *L)
         for (int k = 0; k < 2; k++)
             drain_input(L, k); /* deferred inputs above all; an empty one costs one syscall */
         ns_t w0 = mono_ns(), s0 = link_now(), t = s0;
+        int outlasted = 0;
         while (t < deadline && L->running) {
             if (xppoll(L, 0) > 0)
                 handle_ready(L);
             t = link_now();
-            if (g_clk.ticking && mono_ns() - w0 > 2 * L->w->spin_max + 20000)
+            if (g_clk.ticking && mono_ns() - w0 > 2 * L->w->spin_max + 20000) {
+                outlasted = 1;
                 break;
+            }
         }
         ns_t spun = mono_ns() - w0;
         L->w->window_spin += spun;
         g_spin_s += (double)spun / 1e9;
+        if (outlasted && t < deadline) { /* back to waiting: until an input or the deadline at this pace */
+            set_pollfds(L, 0, deadline, t);
+            if (xppoll(L, link_wall(deadline - t)) > 0)
+                handle_ready(L);
+        }
     } else {
         /* already due: a quick look at the inputs and the signals first */
         set_pollfds(L, 1, deadline, now);

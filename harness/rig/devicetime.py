@@ -50,6 +50,12 @@ LAG_ALLOWANCE = 5.0
 # on two cores reached 195-312 ms and lost 10-25 % of their figure; 50 ms lies ten times above the first
 # and four times below the second.
 LINK_LATE_MS = 50.0
+# A board that sent no tick for this many wall ms during its workload was held by the host (or its link
+# was): the link held still with it, so the board saw nothing odd, but the peer's retransmission timer
+# runs on the wall clock and Linux's minimum is 200 ms (TCP_RTO_MIN), so a longer stall while the peer
+# waits for ACKs fires it: the peer resends data that was never lost and starts again from one segment.
+# Such runs had figures 10-25 % low with retransmissions that nothing dropped.
+BOARD_STALL_MS = 200.0
 
 
 @dataclass(frozen=True)
@@ -83,17 +89,24 @@ class DeviceTime:
     effective_dilation: float | None = None  # the D the board really kept over the workload
     link_late_ms: float = 0.0        # the latest a frame left the link against its schedule (board ms)
     link_late: bool = False          # ... later than LINK_LATE_MS: the host stalled the link or the board
+    board_stall_ms: float = 0.0      # the longest the board sent no tick during the workload (wall ms)
+    board_stalled: bool = False      # ... longer than BOARD_STALL_MS: the peer's wall-clock timer may have fired
 
     @property
     def figures_at_risk(self) -> bool:
         """The board fell behind while the link ran on wall / D (the board saw a faster world than
-        modelled), or the link handed frames over late in the board's own time (the host stalled it or
-        the board's clock): either way the figures are not the board's (repeat at a larger D)."""
-        return (self.host_lagged and not self.link_follows_board) or self.link_late
+        modelled), the link handed frames over late in the board's own time (the host stalled it or
+        the board's clock), or the host held the board longer than the peer's shortest retransmission
+        timeout: either way the figures are not the board's (repeat at a larger D)."""
+        return (self.host_lagged and not self.link_follows_board) or self.link_late or self.board_stalled
 
     def with_link_lateness(self, late_ms: float) -> DeviceTime:
         """This run's time with how late its link handed frames over (link-stats.json) judged."""
         return replace(self, link_late_ms=round(late_ms, 3), link_late=self.device and late_ms > LINK_LATE_MS)
+
+    def with_board_stall(self, stall_ms: float) -> DeviceTime:
+        """This run's time with the longest wall gap between the board's ticks during its workload judged."""
+        return replace(self, board_stall_ms=round(stall_ms, 3), board_stalled=self.device and stall_ms > BOARD_STALL_MS)
 
     @property
     def device(self) -> bool:

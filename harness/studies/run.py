@@ -19,8 +19,9 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import SETTINGS, LinkSpec
 from harness.link.air import saturated_rate_bps
+from harness.link.counters import LinkCounters
 from harness.rig.build import Firmware, build_firmware
-from harness.rig.devicetime import LINK_LATE_MS, DeviceTime
+from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, DeviceTime
 from harness.rig.leaks import LeakCheck, LeakReport
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, resolve_profile
@@ -183,6 +184,7 @@ class RunPlan:
                 clock = BoardClock.read(rig)
                 rig.console.cpu_load(reset=True)
                 transfers = run_workload(rig, self.workload)
+                workload_wall = (clock.wall_s, time.monotonic())
                 result.record(transfers, two_way=self.workload.name in TWO_WAY)
                 result.device_cpu = device_cpu(rig.console.cpu_load())
                 judged = clock.judge(rig, self.time)
@@ -192,8 +194,8 @@ class RunPlan:
                 result.leaks = leak_check.finish()
                 if self.check_alive:
                     result.alive = rig.alive()
-            if rig.link_counters is not None:  # the link's lateness is known once it has stopped
-                result.time = judged.with_link_lateness(rig.link_counters.late_ms_max).as_dict()
+            if rig.link_counters is not None:  # known once the link has stopped
+                result.time = _link_judged(judged, rig.link_counters, workload_wall).as_dict()
             result.status = "passed"
         except NetreproError as exc:
             result.status, result.error = "failed", str(exc)
@@ -208,6 +210,15 @@ class RunPlan:
             _warn_if_lagging(result.engine_clock, progress)
             result.save()
         return MeasuredRun(result, transfers, progress)
+
+
+def _link_judged(judged: DeviceTime, counters: LinkCounters, workload_wall: tuple[float, float]) -> DeviceTime:
+    """The run's time with what its link saw judged: how late it handed frames over, and the longest the
+    board sent no tick during the workload (`workload_wall`: its time.monotonic() interval)."""
+    judged = judged.with_link_lateness(counters.late_ms_max)
+    if counters.board_clock is None:
+        return judged
+    return judged.with_board_stall(counters.board_clock.longest_stall_ms(*workload_wall))
 
 
 @dataclass
@@ -362,6 +373,9 @@ def risk_text(time: dict[str, Any]) -> str:
     if time.get("link_late"):
         return (f"the host stalled the link: a frame reached the other side {time['link_late_ms']:g} ms of the "
                 f"board's time late (more than {LINK_LATE_MS:g} ms)")
+    if time.get("board_stalled"):
+        return (f"the host held the board {time['board_stall_ms']:g} ms of wall time during its workload (longer "
+                f"than the peer's shortest retransmission timeout, {BOARD_STALL_MS:g} ms)")
     return f"the host fell behind the board by {time['max_lag_ms']:g} ms"
 
 
