@@ -16,6 +16,8 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -196,24 +198,48 @@ def test_bad_input_is_one_line(args, message):
     assert message in proc.stderr.strip().splitlines()[-1]  # one line (argparse puts its usage above)
 
 
-def _injectors() -> set[int]:
+INJECTOR_TAG = "NETREPRO_TEST_RUN"  # set in a test's netrepro; its injector inherits it through nsenter
+
+
+def _injectors(tag: str) -> set[int]:
+    """The injectors started by the netrepro runs given `tag` (the other worker's fuzz runs have their own)."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"harness.rig.inject" in (entry / "cmdline").read_bytes():
+                if (b"harness.rig.inject" in (entry / "cmdline").read_bytes()
+                        and f"{INJECTOR_TAG}={tag}".encode() in (entry / "environ").read_bytes().split(b"\0")):
                     pids.add(int(entry.name))
             except OSError:
                 pass
     return pids - {os.getpid()}
 
 
+def _watching_injectors(tag: str, *args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], set[int]]:
+    """`netrepro ARGS` to its end (600 s at most), and the injectors given `tag` seen while it ran."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=out, stderr=err, text=True,
+                                env=env)
+        seen: set[int] = set()
+        deadline = time.monotonic() + 600
+        while proc.poll() is None and time.monotonic() < deadline:
+            seen |= _injectors(tag)
+            time.sleep(0.2)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read()), seen
+
+
 @pytest.mark.real
 def test_fuzz_finds_the_planted_bug_minimises_it_and_replay_reproduces_it(tmp_path, no_leftovers):
-    before = _injectors()
+    env = {**os.environ, "CI": "true", INJECTOR_TAG: str(tmp_path)}
     bug = ["--lwip", "mp-n6-after", "--set", "NR_TEST_FUZZ_BUG=1", "--time", "host"]
-    proc = netrepro_cli("fuzz", "openmv-n6", *bug, "--seed", str(BUG_SEED), "--frames", str(BUG_FRAMES),
-                     "--out", str(tmp_path / "bug"), "--json", timeout=600)
+    proc, seen = _watching_injectors(str(tmp_path), "fuzz", "openmv-n6", *bug, "--seed", str(BUG_SEED), "--frames",
+                                     str(BUG_FRAMES), "--out", str(tmp_path / "bug"), "--json", env=env)
+    assert seen, "no injector of this run was seen while it fuzzed (so none left over would be seen either)"
     assert proc.returncode == 1, proc.stdout + proc.stderr
     summary = json.loads(proc.stdout)
     [finding] = summary["findings"]
@@ -227,15 +253,15 @@ def test_fuzz_finds_the_planted_bug_minimises_it_and_replay_reproduces_it(tmp_pa
     assert len(read_pcap(minimal)) == finding["minimised_frames"]
 
     replayed = netrepro_cli("replay", "openmv-n6", *bug, str(minimal), "--out", str(tmp_path / "replay"), "--json",
-                            timeout=600)
+                            timeout=600, env=env)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert json.loads(replayed.stdout)["kind"] == "fault"
 
     clean = netrepro_cli("replay", "openmv-n6", "--lwip", "mp-n6-after", "--time", "host", str(minimal),
-                      "--out", str(tmp_path / "clean-replay"), "--json", timeout=600)
+                         "--out", str(tmp_path / "clean-replay"), "--json", timeout=600, env=env)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert json.loads(clean.stdout)["reproduced"] is False
-    assert _injectors() <= before, "the injector in the namespace was left running"
+    assert not _injectors(str(tmp_path)), "the injector in the namespace was left running"
 
 
 KEEP_GOING_FRAMES = 1175  # batches 3, 36, 45, 46 and 47 of the seed carry the planted bug's frame to a PCB
