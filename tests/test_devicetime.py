@@ -252,21 +252,6 @@ class _Measured:
         return self.result
 
 
-def test_run_warns_of_a_late_link_in_place_of_the_note_that_the_link_followed():
-    from harness.cli.main import _time_lines
-
-    followed = DeviceTime("device", dilation=3.2, model_mips=800, host_mips=250, host_lagged=True, max_lag_ms=900,
-                          link_follows_board=True, effective_dilation=5.9)
-    result = RunResult(platform="p", profile="q", lwip_version="2", link={}, workload={}, run_dir="", capture="",
-                       console_log="", device="", time=followed.with_link_lateness(3.0).as_dict())
-    assert any("the link followed its clock" in line for line in _time_lines(result))
-    result.time = followed.with_link_lateness(312.1).as_dict()
-    lines = _time_lines(result)
-    assert not any("the link followed its clock" in line for line in lines)
-    (warning,) = [line for line in lines if "WARNING" in line]
-    assert "312.1 ms of the board's time late" in warning and "--host-mips" in warning
-
-
 def test_a_board_held_longer_than_the_peers_shortest_retransmission_timeout_puts_its_figures_at_risk():
     followed = DeviceTime("device", dilation=3.2, link_follows_board=True)
     assert not followed.with_board_stall(BOARD_STALL_MS).figures_at_risk
@@ -289,16 +274,20 @@ def test_only_the_stalls_within_the_workload_count_and_only_the_part_within_it()
     assert BoardClockCounters.from_dict({"ticks": 1}).longest_stall_ms(0.0, 1e9) == 0.0  # an older link: none
 
 
-def test_run_warns_of_a_board_the_host_held_in_place_of_the_note_that_the_link_followed():
+@pytest.mark.parametrize(("judge", "calm", "risky", "words"), [
+    ("with_link_lateness", 3.0, 312.1, ("312.1 ms of the board's time late", "--host-mips")),
+    ("with_board_stall", 120.0, 480.0, ("held the board 480 ms of wall time", "fewer jobs")),
+])
+def test_run_warns_of_a_disturbed_run_in_place_of_the_note_that_the_link_followed(judge, calm, risky, words):
     from harness.cli.main import _time_lines
 
     followed = DeviceTime("device", dilation=3.2, model_mips=800, host_mips=250, host_lagged=True, max_lag_ms=900,
-                          link_follows_board=True, effective_dilation=9.5)
+                          link_follows_board=True, effective_dilation=5.9)
     result = RunResult(platform="p", profile="q", lwip_version="2", link={}, workload={}, run_dir="", capture="",
-                       console_log="", device="", time=followed.with_board_stall(120.0).as_dict())
+                       console_log="", device="", time=getattr(followed, judge)(calm).as_dict())
     assert any("the link followed its clock" in line for line in _time_lines(result))
-    result.time = followed.with_board_stall(480.0).as_dict()
+    result.time = getattr(followed, judge)(risky).as_dict()
     lines = _time_lines(result)
     assert not any("the link followed its clock" in line for line in lines)
     (warning,) = [line for line in lines if "WARNING" in line]
-    assert "held the board 480 ms of wall time" in warning and "fewer jobs" in warning
+    assert all(word in warning for word in words), warning

@@ -683,13 +683,23 @@ static void stall_note(ns_t at_m, ns_t wall)
     }
     g_stalls[slot] = (struct stall){at_m, wall};
 }
+
+static int stall_earlier(const void *a, const void *b)
+{
+    ns_t x = ((const struct stall *)a)->at_m, y = ((const struct stall *)b)->at_m;
+    return (x > y) - (x < y);
+}
 static struct board_clock g_clk = {.listen_fd = -1, .fd = -1, .slope = 1.0, .cap = INFINITY};
 static double g_clock_per_ms = 1.0; /* the board's clock ticks a board ms (--board-clock-per-ms) */
+
+/* whether the board's clock holds link time below its next tick at wall time m (a board stopped for
+   CLOCK_STALL_NS no longer does) */
+static int clock_holding(ns_t m) { return g_clk.ticking && m - g_clk.tick_m < CLOCK_STALL_NS; }
 
 static double link_at(ns_t m)
 {
     double v = g_clk.anchor_v + (double)(m - g_clk.anchor_m) * g_clk.slope;
-    if (g_clk.ticking && m - g_clk.tick_m < CLOCK_STALL_NS && v > g_clk.cap)
+    if (clock_holding(m) && v > g_clk.cap)
         v = g_clk.cap;
     return v;
 }
@@ -704,12 +714,8 @@ static ns_t link_now(void)
     return (ns_t)v;
 }
 
-/* whether link time cannot reach `t` before the board's next tick is read (a board stopped over
-   CLOCK_STALL_NS no longer holds it) */
-static int clock_holds(ns_t t)
-{
-    return g_clk.ticking && mono_ns() - g_t0 - g_clk.tick_m < CLOCK_STALL_NS && (double)t > g_clk.cap;
-}
+/* whether link time cannot reach `t` before the board's next tick is read */
+static int clock_holds(ns_t t) { return clock_holding(mono_ns() - g_t0) && (double)t > g_clk.cap; }
 
 /* how many wall ns link time takes to advance by `v` from now (an estimate: it is re-checked) */
 static ns_t link_wall(ns_t v)
@@ -1875,16 +1881,12 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
                 (double)g_clk.max_gap_m / 1e6);
         /* the stalls as [CLOCK_MONOTONIC s of their start, wall ms], in time order */
         fprintf(f, ", \"stalls_seen\": %" PRIu64 ", \"stalls\": [", g_stalls_seen);
-        int done[STALL_KEEP] = {0};
-        for (int k = 0; k < g_stalls_n; k++) {
-            int first = -1;
-            for (int i = 0; i < g_stalls_n; i++)
-                if (!done[i] && (first < 0 || g_stalls[i].at_m < g_stalls[first].at_m))
-                    first = i;
-            done[first] = 1;
-            fprintf(f, "%s[%.6f, %.3f]", k ? ", " : "", (double)(g_t0 + g_stalls[first].at_m) / 1e9,
-                    (double)g_stalls[first].wall / 1e6);
-        }
+        struct stall by_time[STALL_KEEP];
+        memcpy(by_time, g_stalls, sizeof(by_time));
+        qsort(by_time, (size_t)g_stalls_n, sizeof(by_time[0]), stall_earlier);
+        for (int k = 0; k < g_stalls_n; k++)
+            fprintf(f, "%s[%.6f, %.3f]", k ? ", " : "", (double)(g_t0 + by_time[k].at_m) / 1e9,
+                    (double)by_time[k].wall / 1e6);
         fputs("]}", f);
     }
     if (g_air.on) {
