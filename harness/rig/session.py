@@ -208,15 +208,19 @@ class Session:
         return uptime
 
     def close(self) -> None:
-        """Stop the board, then the link (which writes its counters), then the namespace."""
-        if self.engine is not None:
-            self.engine.stop()
-            self.engine_clock = self.engine.clock_report()
-            self.engine = None
+        """Stop the link (which writes its capture and counters), then the board, then the namespace.
+
+        The link goes first: a frame the peer sends after the board has stopped (an ARP probe, a
+        retransmitted FIN) has nowhere to go and would be counted as dropped, unreachable, in a
+        run that lost nothing."""
         if self.link is not None:
             with contextlib.suppress(Exception):
                 self.link_counters = self.link.stop()
             self.link = None
+        if self.engine is not None:
+            self.engine.stop()
+            self.engine_clock = self.engine.clock_report()
+            self.engine = None
         if self.namespace is not None:
             self.namespace.stop()
             self.namespace = None
