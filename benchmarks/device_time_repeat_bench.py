@@ -3,19 +3,23 @@
     python benchmarks/device_time_repeat_bench.py [--part repeat|wire|busy|knob|heap|dilation|all] [--seconds 5]
     python benchmarks/device_time_repeat_bench.py --rewrite   (the .md again from the stored .json)
 
-repeat  5 runs of openmv-n6 mp-n6-after sock-rx over ethernet: (max - min) / median; 10 runs of
-        openmv-rt1060 mp-rt1060-before sock-tx over wifi (the heap-exhaustion case, on the shared
-        medium), with how often each state occurs.
+Every case is a report's own (reports/*.toml: its profile, link, workload and write or read size),
+run for --seconds of the board's time.
+
+repeat  5 runs of openmv-n6 "ethernet rx after" (mp-n6-after, sock-rx): (max - min) / median; 10 runs
+        of openmv-rt1060 "wifi tx before" (mp-rt1060-before, sock-tx with 512 B writes over the
+        shared medium: the heap-exhaustion case), with how often each state occurs and what the
+        board's heap looked like when it ran out.
 wire    the same 10 RT1060 runs over wifi-wire, the WiFi as a 40 Mbit/s wire (what `wifi` was when
         the case was first measured).
 busy    the N6 case again with two busy processes beside it (one per core) and without real-time
         priority (--no-realtime, as a non-root user runs it): its median against the quiet median.
 knob    a spin loop of a known instruction count takes its modelled device time; halving --mips
-        lowers a CPU-bound case (RT1060 ethernet rx, MSS 800) and leaves a window-bound one (N6
-        wifi rx before) where it was.
-heap    10 runs of openmv-rt1060 mp-rt1060-before sock-tx over ethernet (MSS 800, 8000 B heap, the
-        report's "line rate"): how often the heap runs out (the board's count of ERR_MEM waits,
-        50 ms each) and what each wait costs.
+        lowers a CPU-bound case (RT1060 "ethernet rx before", MSS 800) and leaves a window-bound one
+        (N6 "wifi rx before") where it was.
+heap    10 runs of openmv-rt1060 "ethernet tx before" (MSS 800, 8000 B heap, the report's "line
+        rate"): how often the heap runs out (the board's count of ERR_MEM waits, 50 ms each), what
+        each wait costs and whether the heap was full or in holes.
 dilation  the same cases at twice the dilation (--host-mips 125): Linux's own TCP timers (delayed
         ACK, minimum RTO) are not stretched, so they look D times shorter to the board; if they
         set any pace, the figures would move with D.
@@ -34,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,18 +49,38 @@ from harness.rig.build import lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.session import Session  # noqa: E402
-from harness.rig.workload import Workload  # noqa: E402
+from harness.studies.reproduce import Setup, case_setup, load_report  # noqa: E402
 from harness.studies.run import Configuration, RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def one_run(platform_name: str, profile: str, link: str, workload: str, seconds: float,
-            choice: TimeChoice) -> dict:
-    platform = load_platform(platform_name)
-    firmware = Configuration(profile).build(platform, lwip_tree())
-    plan = RunPlan(platform, firmware, LinkSpec.from_preset(platform.link_preset(link)),
-                   Workload(workload, seconds=seconds), time=platform.time(choice))
+# a report's case: (report, case, another of the board's link presets or None for the case's own)
+Case = tuple[str, str, str | None]
+
+
+def case_run(case: Case, seconds: float) -> Setup:
+    """The case's run as `reproduce` makes it, for `seconds` of the board's time (and on another link)."""
+    report_name, name, link = case
+    report = load_report(report_name)
+    spec = next((c for c in report["cases"] if c["case"] == name), None)
+    if spec is None:
+        raise SystemExit(f"device_time_repeat_bench: report {report_name} has no case '{name}'")
+    setup = case_setup(report, spec, seconds, TimeChoice("device"))
+    return replace(setup, link=link) if link else setup
+
+
+def case_label(case: Case) -> str:
+    setup = case_run(case, 1.0)
+    size = "reads" if setup.workload.name.endswith("rx") else "writes"
+    return (f"{case[0]} \"{case[1]}\" ({setup.profile}, {setup.workload.name}, {setup.workload.chunk} B {size}, "
+            f"over {setup.link})")
+
+
+def one_run(case: Case, seconds: float, choice: TimeChoice) -> dict:
+    setup = case_run(case, seconds)
+    firmware = Configuration(setup.profile).build(setup.platform, lwip_tree())
+    plan = RunPlan(setup.platform, firmware, setup.link_spec(), setup.workload, time=setup.platform.time(choice))
     with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp:
         start = time.monotonic()
         try:
@@ -69,7 +94,8 @@ def one_run(platform_name: str, profile: str, link: str, workload: str, seconds:
             "retransmissions": a.retransmissions, "device_cpu": result.device_cpu.get("busy_percent"),
             "effective_dilation": result.time.get("effective_dilation"), "max_lag_ms": result.time.get("max_lag_ms"),
             "realtime_priority": result.time.get("realtime_priority"), "wall_s": round(wall_s, 1),
-            "err_mem_waits": (result.board_counts or {}).get("err_mem_waits")}
+            "err_mem_waits": (result.board_counts or {}).get("err_mem_waits"),
+            "board_counts": result.board_counts or {}}
 
 
 def spread(runs: list[dict]) -> dict:
@@ -100,13 +126,13 @@ def busy_cores(n: int = 2) -> Iterator[None]:
             p.join()
 
 
-N6_CASE = ("openmv-n6", "mp-n6-after", "ethernet", "sock-rx")
-RT_CASE = ("openmv-rt1060", "mp-rt1060-before", "wifi", "sock-tx")
+N6_CASE: Case = ("openmv-n6", "ethernet rx after", None)
+RT_CASE: Case = ("openmv-rt1060", "wifi tx before", None)
 
 
 def part_repeat(seconds: float) -> dict:
-    n6 = [one_run(*N6_CASE, seconds, TimeChoice("device")) for _ in range(5)]
-    rt = [one_run(*RT_CASE, seconds, TimeChoice("device")) for _ in range(10)]
+    n6 = [one_run(N6_CASE, seconds, TimeChoice("device")) for _ in range(5)]
+    rt = [one_run(RT_CASE, seconds, TimeChoice("device")) for _ in range(10)]
     return {"n6_ethernet_sock_rx": {"runs": n6, **spread(n6)},
             "rt1060_wifi_sock_tx_before": {"runs": rt, **spread(rt), "states": states(rt)}}
 
@@ -123,41 +149,56 @@ def states(runs: list[dict]) -> dict[str, int]:
 def _heap_state_rows(runs: list[dict]) -> list[str]:
     """The runs by the 8000 B heap's state: held (no ERR_MEM wait) or ran out (one or more 50 ms waits)."""
     finished = [r for r in runs if "mbps" in r]
-    rows = ["| heap | runs | median | min-max | (max-min)/median | ERR_MEM waits |", "|---|---|---|---|---|---|"]
+    rows = ["| heap | runs | median | min-max | (max-min)/median | ERR_MEM waits | of them with the heap in holes |",
+            "|---|---|---|---|---|---|---|"]
     for state, members in (("held", [r for r in finished if not r["err_mem_waits"]]),
                            ("ran out", [r for r in finished if r["err_mem_waits"]])):
         if members:
             part = spread(members)
             waits = sorted({r["err_mem_waits"] for r in members})
             rows.append(f"| {state} | {len(members)} of {len(finished)} | {part['median']} | "
-                        f"{part['min']}-{part['max']} | {part['spread_pct']} % | {', '.join(map(str, waits))} |")
+                        f"{part['min']}-{part['max']} | {part['spread_pct']} % | {', '.join(map(str, waits))} | "
+                        f"{_holes(members)} |")
     return [*rows, ""]
+
+
+def _holes(runs: list[dict]) -> str:
+    """Of the runs' ERR_MEM waits, how many met lwIP's heap with room for a full segment in all but not in
+    one block (the board's own judgement, firmware/apps/sockbench.c), and the heap at a first wait."""
+    waits = sum(r["err_mem_waits"] or 0 for r in runs)
+    counts = [r.get("board_counts", {}) for r in runs if r.get("board_counts", {}).get("segment_heap_request")]
+    if not waits or not counts:
+        return "-"
+    holes = sum(c["err_mem_fragmented"] for c in counts)
+    first = counts[0]
+    return (f"{holes} of {waits} (a first: {first['heap_free']} B free, largest block {first['heap_largest_free']} B, "
+            f"a segment's pbuf {first['segment_heap_request']} B)")
 
 
 def _states_line(case: str, runs: list[dict]) -> str:
     return f"{case}, states over its runs: " + ", ".join(f"{k}: {v}" for k, v in states(runs).items())
 
 
-RT_WIRE_CASE = ("openmv-rt1060", "mp-rt1060-before", "wifi-wire", "sock-tx")
+RT_WIRE_CASE: Case = ("openmv-rt1060", "wifi tx before", "wifi-wire")
 
 
 def part_wire(seconds: float) -> dict:
     """The RT1060 case over the WiFi as a wire (what `wifi` was before it became the shared medium)."""
-    rt = [one_run(*RT_WIRE_CASE, seconds, TimeChoice("device")) for _ in range(10)]
+    rt = [one_run(RT_WIRE_CASE, seconds, TimeChoice("device")) for _ in range(10)]
     return {"rt1060_wifi_wire_sock_tx_before": {"runs": rt, **spread(rt), "states": states(rt)}}
 
 
-RT_ETHERNET_CASE = ("openmv-rt1060", "mp-rt1060-before", "ethernet", "sock-tx")
+RT_ETHERNET_CASE: Case = ("openmv-rt1060", "ethernet tx before", None)
 
 
 def part_heap(seconds: float) -> dict:
-    runs = [one_run(*RT_ETHERNET_CASE, seconds, TimeChoice("device")) for _ in range(10)]
+    runs = [one_run(RT_ETHERNET_CASE, seconds, TimeChoice("device")) for _ in range(10)]
     return {"rt1060_ethernet_sock_tx_before": {"runs": runs, **spread(runs), "seconds": seconds}}
 
 
 def part_busy(seconds: float) -> dict:
     with busy_cores(2):
-        busy = [one_run(*N6_CASE, seconds, TimeChoice("device", realtime=False)) for _ in range(5)]
+        busy = [one_run(N6_CASE, seconds, TimeChoice("device", realtime=False)) for _ in range(5)]
     return {"n6_ethernet_sock_rx_busy_no_realtime": {"runs": busy, **spread(busy)}}
 
 
@@ -180,14 +221,13 @@ def spin_check(platform_name: str, iterations: int) -> dict:
 def part_knob(seconds: float) -> dict:
     spins = [spin_check(name, 400_000_000) for name in ("openmv-n6", "openmv-rt1060")]
     out = {"spin": spins}
-    for label, case, model in [("cpu_bound_rt1060_ethernet_rx_mss800", ("openmv-rt1060", "mp-rt1060-before",
-                                                                         "ethernet", "sock-rx"), 600.0),
-                               ("window_bound_n6_wifi_rx_before", ("openmv-n6", "mp-n6-before", "wifi", "sock-rx"),
-                                800.0)]:
-        full = [one_run(*case, seconds, TimeChoice("device", mips=model)) for _ in range(3)]
-        half = [one_run(*case, seconds, TimeChoice("device", mips=model / 2)) for _ in range(3)]
+    for label, case, model in [("cpu_bound_rt1060_ethernet_rx_mss800", ("openmv-rt1060", "ethernet rx before", None),
+                                 600.0),
+                               ("window_bound_n6_wifi_rx_before", ("openmv-n6", "wifi rx before", None), 800.0)]:
+        full = [one_run(case, seconds, TimeChoice("device", mips=model)) for _ in range(3)]
+        half = [one_run(case, seconds, TimeChoice("device", mips=model / 2)) for _ in range(3)]
         # a tenth: where the modelled core itself becomes the limit (at 600 MIPS the RT1060 is ~12 % busy)
-        tenth = [one_run(*case, seconds, TimeChoice("device", mips=model / 10)) for _ in range(2)]
+        tenth = [one_run(case, seconds, TimeChoice("device", mips=model / 10)) for _ in range(2)]
         f, h, t = spread(full), spread(half), spread(tenth)
         out[label] = {"full_mips": model, "full": {"runs": full, **f}, "half": {"runs": half, **h},
                       "tenth": {"runs": tenth, **t},
@@ -196,15 +236,15 @@ def part_knob(seconds: float) -> dict:
     return out
 
 
-DILATION_CASES = {"n6_wifi_sock_rx_after": ("openmv-n6", "mp-n6-after", "wifi", "sock-rx"),
-                  "n6_ethernet_sock_rx_after": N6_CASE,
-                  "xbox_ethernet_rx_nvnetdrv": ("xbox", "nxdk-nvnetdrv", "ethernet", "rx")}
+DILATION_CASES: dict[str, Case] = {"n6_wifi_sock_rx_after": ("openmv-n6", "wifi rx after", None),
+                                   "n6_ethernet_sock_rx_after": N6_CASE,
+                                   "xbox_ethernet_rx_nvnetdrv": ("xbox", "nvnetdrv rx", None)}
 
 
 def part_dilation(seconds: float) -> dict:
     out = {}
     for label, case in DILATION_CASES.items():
-        runs = {str(h): [one_run(*case, seconds, TimeChoice("device", host_mips=h)) for _ in range(2)]
+        runs = {str(h): [one_run(case, seconds, TimeChoice("device", host_mips=h)) for _ in range(2)]
                 for h in (250, 125)}
         a, b = spread(runs["250"]), spread(runs["125"])
         out[label] = {"host_250": {"runs": runs["250"], **a}, "host_125": {"runs": runs["125"], **b},
@@ -227,11 +267,11 @@ def markdown(r: dict) -> str:
     if "repeat" in r:
         n6, rt = r["repeat"]["n6_ethernet_sock_rx"], r["repeat"]["rt1060_wifi_sock_tx_before"]
         lines += ["## Repeatable", "", "| case | runs | median | min | max | (max-min)/median |",
-                  "|---|---|---|---|---|---|", _row("openmv-n6 mp-n6-after sock-rx ethernet", n6),
-                  _row("openmv-rt1060 mp-rt1060-before sock-tx wifi (the shared medium)", rt)]
+                  "|---|---|---|---|---|---|", _row(case_label(N6_CASE), n6),
+                  _row(case_label(RT_CASE) + " (the shared medium)", rt)]
         wire = r.get("wire", {}).get("rt1060_wifi_wire_sock_tx_before")
         if wire:
-            lines.append(_row("openmv-rt1060 mp-rt1060-before sock-tx wifi-wire (the WiFi as a wire)", wire))
+            lines.append(_row(case_label(RT_WIRE_CASE) + " (the WiFi as a wire)", wire))
         lines += ["", _states_line("RT1060 wifi tx before", rt["runs"]), "", *_heap_state_rows(rt["runs"])]
         if wire:
             lines += [_states_line("RT1060 wifi-wire tx before", wire["runs"]), "", *_heap_state_rows(wire["runs"])]
@@ -241,7 +281,7 @@ def markdown(r: dict) -> str:
     if "busy" in r and "repeat" in r:
         b, q = r["busy"]["n6_ethernet_sock_rx_busy_no_realtime"], r["repeat"]["n6_ethernet_sock_rx"]
         diff = (b["median"] - q["median"]) / q["median"] * 100 if b["median"] and q["median"] else None
-        lines += ["## Host-independent", "", "| N6 ethernet sock-rx | runs | median | spread | D kept |",
+        lines += ["## Host-independent", "", f"| {case_label(N6_CASE)} | runs | median | spread | D kept |",
                   "|---|---|---|---|---|",
                   f"| quiet, real-time priority | {len(q['runs'])} | {q['median']} | {q['spread_pct']} % | "
                   f"{_dks(q['runs'])} |",
@@ -279,16 +319,18 @@ def _heap_lines(c: dict) -> list[str]:
     held = [x for x in runs if x["err_mem_waits"] == 0]
     out = [x for x in runs if x["err_mem_waits"]]
     lines = ["## RT1060 ethernet TX before: does the 8000 B heap run out?", "",
-             f"{len(runs)} runs of openmv-rt1060 mp-rt1060-before sock-tx over ethernet, {c['seconds']:g} s each "
+             f"{len(runs)} runs of {case_label(RT_ETHERNET_CASE)}, {c['seconds']:g} s each "
              "(the report: line rate, 91 Mbit/s; its claim at least 85).", "",
-             "| run | Mbit/s | ERR_MEM waits (50 ms) | board idle share | Mbit/s over the rest | verdict | D kept |",
-             "|---|---|---|---|---|---|---|"]
+             "| run | Mbit/s | ERR_MEM waits (50 ms) | with the heap in holes | board idle share | "
+             "Mbit/s over the rest | verdict | D kept |",
+             "|---|---|---|---|---|---|---|---|"]
     for i, x in enumerate(runs, 1):
-        idle = x["err_mem_waits"] * 0.050 / c["seconds"]
-        lines.append(f"| {i} | {x['mbps']} | {x['err_mem_waits']} | {idle * 100:.1f} % | "
+        idle = min(x["err_mem_waits"] * 0.050 / c["seconds"], 0.999)
+        holes = x.get("board_counts", {}).get("err_mem_fragmented", "-" if x["err_mem_waits"] else 0)
+        lines.append(f"| {i} | {x['mbps']} | {x['err_mem_waits']} | {holes} | {idle * 100:.1f} % | "
                      f"{x['mbps'] / (1 - idle):.2f} | {x['verdict']} | {x['effective_dilation']} |")
     lines += ["", f"The heap held in {len(held)} of {len(runs)} runs "
-              f"({_span(held)}) and ran out in {len(out)} ({_span(out)}).", ""]
+              f"({_span(held)}) and ran out in {len(out)} ({_span(out)}).", "", *_heap_state_rows(runs)]
     return lines
 
 

@@ -2,7 +2,8 @@
  * "stats [used | reap]": lwIP's counters (those the profile compiled in) and
  * the NIC driver's, one key=value line each.
  *
- *   stats       every counter, then the holders `stats used` lists
+ *   stats       every counter, lwIP's heap as blocks (heap.*: nr_heap.h),
+ *               then the holders `stats used` lists
  *   stats used  only what is in use now, for the harness's leak check
  *               (harness/rig/leaks.py), which reads it before a workload and
  *               after its connections closed: the board's clock (board.ms),
@@ -28,6 +29,7 @@
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h" /* the PCB lists, to count PCBs by state */
 
+#include "nr_heap.h"
 #include "nr_nic.h"
 #include "nr_printf.h"
 #include "apps.h"
@@ -108,6 +110,21 @@ static void print_used(void)
 }
 
 #endif /* LWIP_STATS */
+
+/* lwIP's heap now: its size, what is free in all and in its largest block;
+   nothing where this build has no heap of lwIP's own to walk. */
+static void print_heap(void)
+{
+  struct nr_heap_layout h;
+
+  if (nr_heap_layout(&h) != 0) {
+    return;
+  }
+  nr_printf("heap.size=%lu\nheap.header=%lu\nheap.free=%lu\nheap.largest_free=%lu\n"
+            "heap.blocks_used=%lu\nheap.blocks_free=%lu\n",
+            (unsigned long)h.size, (unsigned long)h.header, (unsigned long)h.free_bytes,
+            (unsigned long)h.largest_free, (unsigned long)h.used_blocks, (unsigned long)h.free_blocks);
+}
 
 static void print_nic_stats(void)
 {
@@ -246,6 +263,7 @@ void cmd_stats(int argc, char **argv)
 #if LWIP_STATS
   print_lwip_stats();
 #endif
+  print_heap();
   print_nic_stats();
   print_holders();
 }

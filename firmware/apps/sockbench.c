@@ -43,8 +43,15 @@
  *
  * Result, printed when the test ends (the prompt returns at once):
  *   SOCK dir=<tx|rx> bytes=<n> ms=<n> kbps=<n> err_mem_waits=<n> sndbuf_waits=<n>
+ *        [err_mem_fragmented=<n> err_mem_heap_full=<n> heap_free=<n>
+ *         heap_largest_free=<n> segment_heap_request=<n>]
  *   SOCK dir=<tx|rx> error=<lwIP error name>
- * kbps is bytes * 8 / ms (k = 1000).
+ * kbps is bytes * 8 / ms (k = 1000). After an ERR_MEM, what lwIP's heap
+ * looked like (nr_heap.h): of the waits, how many met a heap with room for
+ * a full segment's pbuf (segment_heap_request bytes) in all but in no single
+ * block (fragmented), and how many met fewer bytes free than that in all
+ * (full); the rest were not the heap's (TCP_SND_QUEUELEN, the segment pool).
+ * heap_free and heap_largest_free are the heap's at the first wait.
  */
 #include <string.h>
 
@@ -53,9 +60,11 @@
 #include "lwip/tcp.h"
 #include "lwip/priv/tcp_priv.h" /* tcp_output_nagle(), as modlwip uses it */
 
+#include "nr_heap.h"
 #include "nr_printf.h"
 #include "apps.h"
 #include "shell.h"
+#include "test_heap_pin.h"
 #include "test_leak.h"
 #include "tx_session.h"
 
@@ -79,6 +88,10 @@ struct sock_bench {
   uint32_t t_established;
   uint32_t bytes;
   uint32_t err_mem_waits;
+  uint32_t err_mem_fragmented;  /* ERR_MEM waits the heap's holes explain (nr_heap.h) */
+  uint32_t err_mem_heap_full;   /* ERR_MEM waits with less than a segment's pbuf free in all */
+  struct nr_heap_layout first_err_mem_heap; /* the heap at the first wait */
+  uint32_t segment_heap_request; /* a full segment's pbuf in heap bytes, at the first wait (0: none yet) */
   uint32_t sndbuf_waits;
   /* tx */
   uint32_t write_left;      /* bytes of the current application write not yet queued */
@@ -138,15 +151,23 @@ static void finish(err_t err)
     }
   }
   drop_queue();
+  test_heap_pin_release();
   sb.state = SOCK_IDLE;
   if (err != ERR_OK) {
     report_error(err);
     return;
   }
-  shell_async("SOCK dir=%s bytes=%lu ms=%lu kbps=%lu err_mem_waits=%lu sndbuf_waits=%lu\n",
+  shell_async("SOCK dir=%s bytes=%lu ms=%lu kbps=%lu err_mem_waits=%lu sndbuf_waits=%lu",
               dir_name(), (unsigned long)sb.bytes, (unsigned long)ms,
               (unsigned long)tx_kbps(sb.bytes, ms), (unsigned long)sb.err_mem_waits,
               (unsigned long)sb.sndbuf_waits);
+  if (sb.segment_heap_request != 0) { /* an ERR_MEM met a heap that could be walked */
+    shell_async(" err_mem_fragmented=%lu err_mem_heap_full=%lu heap_free=%lu heap_largest_free=%lu "
+                "segment_heap_request=%lu", (unsigned long)sb.err_mem_fragmented,
+                (unsigned long)sb.err_mem_heap_full, (unsigned long)sb.first_err_mem_heap.free_bytes,
+                (unsigned long)sb.first_err_mem_heap.largest_free, (unsigned long)sb.segment_heap_request);
+  }
+  shell_async("\n");
 }
 
 static int time_is_up(void)
@@ -166,6 +187,30 @@ static int bytes_done(void)
 static int fin_acked(void)
 {
   return sb.pcb->state == FIN_WAIT_2 || sb.pcb->state == TIME_WAIT;
+}
+
+/* Whether the heap was full or only cut into holes when tcp_write() met
+   ERR_MEM, against what it asks for a full segment of this connection. */
+static void judge_err_mem(void)
+{
+  struct nr_heap_layout layout;
+  int walked = nr_heap_layout(&layout);
+  uint32_t request = nr_heap_transport_pbuf_request(sb.pcb->mss);
+
+  if (sb.segment_heap_request == 0 && walked == 0) {
+    sb.first_err_mem_heap = layout;
+    sb.segment_heap_request = request;
+  }
+  switch (nr_heap_judge(&layout, walked, request)) {
+  case NR_HEAP_FRAGMENTED:
+    sb.err_mem_fragmented++;
+    break;
+  case NR_HEAP_FULL:
+    sb.err_mem_heap_full++;
+    break;
+  default:
+    break;
+  }
 }
 
 /* Room in the send buffer as modlwip's send sees it: 0 means "wait". */
@@ -202,6 +247,7 @@ static int tx_send_once(void)
       return ERR_MEM;
     }
     sb.err_mem_waits++;
+    judge_err_mem();
     sb.waiting_mem = 1;
     sb.retry_at = sys_now() + MP_ERR_MEM_WAIT_MS;
     err = tcp_output(sb.pcb); /* modlwip pushes out what is queued before sleeping */
@@ -337,6 +383,7 @@ static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
   sb.state = SOCK_RUNNING;
   sb.t_established = sys_now();
   test_leak_per_connection(); /* nothing unless built with NR_TEST_LEAK_PBUF */
+  test_heap_pin_take();       /* nothing unless built with NR_TEST_HEAP_PIN */
   return ERR_OK;
 }
 

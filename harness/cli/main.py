@@ -403,6 +403,8 @@ def format_result(result: RunResult) -> str:
     if result.datagrams:
         lines.append("  datagrams " + ", ".join(f"{k} {v}" for k, v in result.datagrams.items()))
     lines.append(f"  link     {_link_line(result)}")
+    if result.board_counts:
+        lines.append(f"  board    {_board_line(result.board_counts)}")
     for name, counters in result.link_counters.items():
         if isinstance(counters, dict) and "frames_out" in counters:
             dropped = {k: v for k, v in counters.get("dropped", {}).items() if v}
@@ -419,6 +421,17 @@ def format_result(result: RunResult) -> str:
         lines.append(f"  {'LEAKS' if result.leaks.leaks else 'leaks':<9}{result.leaks.summary()}")
     lines.append(f"  folder   {result.run_dir}")
     return "\n".join(lines)
+
+
+def _board_line(counts: dict[str, int]) -> str:
+    """The socket benchmark's own counts: its waits, and what lwIP's heap looked like when it ran out
+    (firmware/apps/sockbench.c)."""
+    line = f"{counts.get('err_mem_waits', 0)} ERR_MEM waits of 50 ms, {counts.get('sndbuf_waits', 0)} send-buffer waits"
+    if "segment_heap_request" in counts:
+        line += (f"; the heap in holes at {counts['err_mem_fragmented']} of them, full at "
+                 f"{counts['err_mem_heap_full']} (at the first: {counts['heap_free']} B free, largest block "
+                 f"{counts['heap_largest_free']} B, a full segment's pbuf {counts['segment_heap_request']} B)")
+    return line
 
 
 def _time_lines(result: RunResult) -> list[str]:
