@@ -23,6 +23,8 @@ heap    10 runs of openmv-rt1060 "ethernet tx before" (MSS 800, 8000 B heap, the
 dilation  the same cases at twice the dilation (--host-mips 125): Linux's own TCP timers (delayed
         ACK, minimum RTO) are not stretched, so they look D times shorter to the board; if they
         set any pace, the figures would move with D.
+heapd   6 runs of repeat's RT1060 case at twice the dilation: the heap's states, and each figure
+        against the D its run kept.
 
 Writes benchmarks/results/device-time-repeat.json and .md (each part kept when another is rerun).
 """
@@ -49,7 +51,7 @@ from harness.rig.build import lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.session import Session  # noqa: E402
-from harness.studies.reproduce import Setup, case_setup, load_report  # noqa: E402
+from harness.studies.reproduce import Setup, case_direction, case_setup, load_report  # noqa: E402
 from harness.studies.run import Configuration, RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -59,15 +61,20 @@ RESULTS = ROOT / "benchmarks" / "results"
 Case = tuple[str, str, str | None]
 
 
-def case_run(case: Case, seconds: float) -> Setup:
-    """The case's run as `reproduce` makes it, for `seconds` of the board's time (and on another link)."""
-    report_name, name, link = case
+def _case_spec(case: Case) -> tuple[dict, dict]:
+    report_name, name, _ = case
     report = load_report(report_name)
     spec = next((c for c in report["cases"] if c["case"] == name), None)
     if spec is None:
         raise SystemExit(f"device_time_repeat_bench: report {report_name} has no case '{name}'")
+    return report, spec
+
+
+def case_run(case: Case, seconds: float) -> Setup:
+    """The case's run as `reproduce` makes it, for `seconds` of the board's time (and on another link)."""
+    report, spec = _case_spec(case)
     setup = case_setup(report, spec, seconds, TimeChoice("device"))
-    return replace(setup, link=link) if link else setup
+    return replace(setup, link=case[2]) if case[2] else setup
 
 
 def case_label(case: Case) -> str:
@@ -88,8 +95,10 @@ def one_run(case: Case, seconds: float, choice: TimeChoice) -> dict:
         except Exception as exc:  # a failed run is a state too (heap exhaustion ends the benchmark)
             return {"failed": str(exc)[:200], "wall_s": round(time.monotonic() - start, 1)}
         wall_s = time.monotonic() - start
-    a = result.analysis
-    return {"mbps": round(result.throughput_mbps if isinstance(result.throughput_mbps, float) else 0.0, 2),
+    a, mbps = result.analysis, result.throughput_mbps
+    if isinstance(mbps, dict):  # a two-way workload (rr, duplex): the case's own direction
+        mbps = mbps.get(case_direction(_case_spec(case)[1]) or "", 0.0)
+    return {"mbps": round(float(mbps or 0.0), 2),
             "capture_goodput_mbps": a.goodput_mbps, "verdict": a.verdict,
             "retransmissions": a.retransmissions, "device_cpu": result.device_cpu.get("busy_percent"),
             "effective_dilation": result.time.get("effective_dilation"), "max_lag_ms": result.time.get("max_lag_ms"),
@@ -149,8 +158,8 @@ def states(runs: list[dict]) -> dict[str, int]:
 def _heap_state_rows(runs: list[dict]) -> list[str]:
     """The runs by the 8000 B heap's state: held (no ERR_MEM wait) or ran out (one or more 50 ms waits)."""
     finished = [r for r in runs if "mbps" in r]
-    rows = ["| heap | runs | median | min-max | (max-min)/median | ERR_MEM waits | of them with the heap in holes |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| heap | runs | median | min-max | (max-min)/median | ERR_MEM waits | of them with the heap in holes | "
+            "D kept |", "|---|---|---|---|---|---|---|---|"]
     for state, members in (("held", [r for r in finished if not r["err_mem_waits"]]),
                            ("ran out", [r for r in finished if r["err_mem_waits"]])):
         if members:
@@ -158,7 +167,7 @@ def _heap_state_rows(runs: list[dict]) -> list[str]:
             waits = sorted({r["err_mem_waits"] for r in members})
             rows.append(f"| {state} | {len(members)} of {len(finished)} | {part['median']} | "
                         f"{part['min']}-{part['max']} | {part['spread_pct']} % | {', '.join(map(str, waits))} | "
-                        f"{_holes(members)} |")
+                        f"{_holes(members)} | {_dks(members)} |")
     return [*rows, ""]
 
 
@@ -252,6 +261,13 @@ def part_dilation(seconds: float) -> dict:
     return out
 
 
+def part_heapd(seconds: float) -> dict:
+    """The RT1060 heap case (repeat's) at half the host rate, so twice the D: Linux's ACKs come on its wall
+    clock, and in the out-of-heap state how much the board sends between its 50 ms sleeps hangs on when they come."""
+    runs = [one_run(RT_CASE, seconds, TimeChoice("device", host_mips=125)) for _ in range(6)]
+    return {"rt1060_wifi_sock_tx_before_host_125": {"runs": runs, **spread(runs), "states": states(runs)}}
+
+
 def write(results: dict) -> None:
     path = RESULTS / "device-time-repeat.json"
     stored = json.loads(path.read_text()) if path.is_file() else {}
@@ -311,7 +327,24 @@ def markdown(r: dict) -> str:
             lines.append(f"| {label} | {c['host_250']['median']} ({_dks(c['host_250']['runs'])}) | "
                          f"{c['host_125']['median']} ({_dks(c['host_125']['runs'])}) | {c['ratio']} |")
         lines.append("")
+    if "heapd" in r and "repeat" in r:
+        lines += _heapd_lines(r["repeat"]["rt1060_wifi_sock_tx_before"]["runs"],
+                              r["heapd"]["rt1060_wifi_sock_tx_before_host_125"]["runs"])
     return "\n".join(lines)
+
+
+def _heapd_lines(at_250: list[dict], at_125: list[dict]) -> list[str]:
+    lines = ["## The RT1060 heap case against D", "",
+             f"{case_label(RT_CASE)} at the platform's host rate (250 MIPS) and at 125 MIPS (D twice), each run's "
+             "figure beside the D it kept, by the heap's state.", "",
+             "| host MIPS | heap | runs: Mbit/s at D kept |", "|---|---|---|"]
+    for host, runs in (("250", at_250), ("125", at_125)):
+        for state, members in (("held", [r for r in runs if "mbps" in r and not r["err_mem_waits"]]),
+                               ("ran out", [r for r in runs if "mbps" in r and r["err_mem_waits"]])):
+            text = ", ".join(f"{r['mbps']} at {r['effective_dilation']}"
+                             for r in sorted(members, key=lambda r: r["effective_dilation"] or 0))
+            lines.append(f"| {host} | {state} ({len(members)} of {len(runs)}) | {text or '-'} |")
+    return [*lines, ""]
 
 
 def _heap_lines(c: dict) -> list[str]:
@@ -358,7 +391,7 @@ def _dks(runs: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("repeat", "wire", "busy", "knob", "heap", "dilation", "all"),
+    parser.add_argument("--part", choices=("repeat", "wire", "busy", "knob", "heap", "dilation", "heapd", "all"),
                         default="all")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rewrite", action="store_true", help="only rewrite the .md from the stored .json")
@@ -368,7 +401,7 @@ def main() -> None:
         print((RESULTS / "device-time-repeat.md").read_text())
         return
     parts = {"repeat": part_repeat, "wire": part_wire, "busy": part_busy, "knob": part_knob, "heap": part_heap,
-             "dilation": part_dilation}
+             "dilation": part_dilation, "heapd": part_heapd}
     for name, fn in parts.items():
         if args.part in (name, "all"):
             write({name: fn(args.seconds)})
