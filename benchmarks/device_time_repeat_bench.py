@@ -70,22 +70,23 @@ def _case_spec(case: Case) -> tuple[dict, dict]:
     return report, spec
 
 
-def case_run(case: Case, seconds: float) -> Setup:
-    """The case's run as `reproduce` makes it, for `seconds` of the board's time (and on another link)."""
+def case_run(case: Case, seconds: float) -> tuple[Setup, str | None]:
+    """The case's run as `reproduce` makes it, for `seconds` of the board's time (and on another link), and
+    the direction it reads of a two-way workload (None: a one-way one)."""
     report, spec = _case_spec(case)
     setup = case_setup(report, spec, seconds, TimeChoice("device"))
-    return replace(setup, link=case[2]) if case[2] else setup
+    return (replace(setup, link=case[2]) if case[2] else setup), case_direction(spec)
 
 
 def case_label(case: Case) -> str:
-    setup = case_run(case, 1.0)
+    setup, _ = case_run(case, 1.0)
     size = "reads" if setup.workload.name.endswith("rx") else "writes"
     return (f"{case[0]} \"{case[1]}\" ({setup.profile}, {setup.workload.name}, {setup.workload.chunk} B {size}, "
             f"over {setup.link})")
 
 
 def one_run(case: Case, seconds: float, choice: TimeChoice) -> dict:
-    setup = case_run(case, seconds)
+    setup, direction = case_run(case, seconds)
     firmware = Configuration(setup.profile).build(setup.platform, lwip_tree())
     plan = RunPlan(setup.platform, firmware, setup.link_spec(), setup.workload, time=setup.platform.time(choice))
     with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp:
@@ -97,7 +98,7 @@ def one_run(case: Case, seconds: float, choice: TimeChoice) -> dict:
         wall_s = time.monotonic() - start
     a, mbps = result.analysis, result.throughput_mbps
     if isinstance(mbps, dict):  # a two-way workload (rr, duplex): the case's own direction
-        mbps = mbps.get(case_direction(_case_spec(case)[1]) or "", 0.0)
+        mbps = mbps.get(direction or "", 0.0)
     return {"mbps": round(float(mbps or 0.0), 2),
             "capture_goodput_mbps": a.goodput_mbps, "verdict": a.verdict,
             "retransmissions": a.retransmissions, "device_cpu": result.device_cpu.get("busy_percent"),
@@ -155,13 +156,18 @@ def states(runs: list[dict]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def _by_heap(runs: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The finished runs by the 8000 B heap's state: held (no ERR_MEM wait) or ran out (one or more 50 ms waits)."""
+    finished = [r for r in runs if "mbps" in r]
+    return [("held", [r for r in finished if not r["err_mem_waits"]]),
+            ("ran out", [r for r in finished if r["err_mem_waits"]])]
+
+
 def _heap_state_rows(runs: list[dict]) -> list[str]:
-    """The runs by the 8000 B heap's state: held (no ERR_MEM wait) or ran out (one or more 50 ms waits)."""
     finished = [r for r in runs if "mbps" in r]
     rows = ["| heap | runs | median | min-max | (max-min)/median | ERR_MEM waits | of them with the heap in holes | "
             "D kept |", "|---|---|---|---|---|---|---|---|"]
-    for state, members in (("held", [r for r in finished if not r["err_mem_waits"]]),
-                           ("ran out", [r for r in finished if r["err_mem_waits"]])):
+    for state, members in _by_heap(runs):
         if members:
             part = spread(members)
             waits = sorted({r["err_mem_waits"] for r in members})
@@ -339,8 +345,7 @@ def _heapd_lines(at_250: list[dict], at_125: list[dict]) -> list[str]:
              "figure beside the D it kept, by the heap's state.", "",
              "| host MIPS | heap | runs: Mbit/s at D kept |", "|---|---|---|"]
     for host, runs in (("250", at_250), ("125", at_125)):
-        for state, members in (("held", [r for r in runs if "mbps" in r and not r["err_mem_waits"]]),
-                               ("ran out", [r for r in runs if "mbps" in r and r["err_mem_waits"]])):
+        for state, members in _by_heap(runs):
             text = ", ".join(f"{r['mbps']} at {r['effective_dilation']}"
                              for r in sorted(members, key=lambda r: r["effective_dilation"] or 0))
             lines.append(f"| {host} | {state} ({len(members)} of {len(runs)}) | {text or '-'} |")
@@ -349,8 +354,7 @@ def _heapd_lines(at_250: list[dict], at_125: list[dict]) -> list[str]:
 
 def _heap_lines(c: dict) -> list[str]:
     runs = [x for x in c["runs"] if "mbps" in x]
-    held = [x for x in runs if x["err_mem_waits"] == 0]
-    out = [x for x in runs if x["err_mem_waits"]]
+    (_, held), (_, out) = _by_heap(runs)
     lines = ["## RT1060 ethernet TX before: does the 8000 B heap run out?", "",
              f"{len(runs)} runs of {case_label(RT_ETHERNET_CASE)}, {c['seconds']:g} s each "
              "(the report: line rate, 91 Mbit/s; its claim at least 85).", "",
