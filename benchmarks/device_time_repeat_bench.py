@@ -51,7 +51,8 @@ from harness.rig.build import lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.session import Session  # noqa: E402
-from harness.studies.reproduce import Setup, case_direction, case_setup, load_report  # noqa: E402
+from harness.studies.report_file import load_report  # noqa: E402
+from harness.studies.reproduce import Setup, case_direction, case_setup  # noqa: E402
 from harness.studies.run import Configuration, RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -87,7 +88,7 @@ def case_label(case: Case) -> str:
 
 def one_run(case: Case, seconds: float, choice: TimeChoice) -> dict:
     setup, direction = case_run(case, seconds)
-    firmware = Configuration(setup.profile).build(setup.platform, lwip_tree())
+    firmware = setup.firmware.build(setup.platform, lwip_tree())
     plan = RunPlan(setup.platform, firmware, setup.link_spec(), setup.workload, time=setup.platform.time(choice))
     with tempfile.TemporaryDirectory(prefix="nr-bench-") as tmp:
         start = time.monotonic()

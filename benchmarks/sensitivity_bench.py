@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness.core.progress import Progress  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
-from harness.studies.reproduce import load_report, reproduce  # noqa: E402
+from harness.studies.report_file import load_report  # noqa: E402
+from harness.studies.reproduce import reproduce  # noqa: E402
 from harness.studies.sensitivity import format_sensitivity, plan_inputs, planned_runs, sensitivity  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

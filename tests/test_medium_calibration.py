@@ -29,7 +29,7 @@ from harness.studies.medium import (
     record_phy_rate,
     shared_spec,
 )
-from harness.studies.reproduce import check_input
+from harness.studies.report_check import check_input
 from harness.studies.run import Configuration, RunPlan
 from tests.conftest import netrepro_cli
 

@@ -19,17 +19,16 @@ from harness.link.units import parse_rate, parse_time
 from harness.rig.workload import DISCARD_BYTES
 from harness.studies.cases import CaseResult, summarise_runs
 from harness.studies.claims import judge
+from harness.studies.report_check import check_input
+from harness.studies.report_file import load_report, report_names
 from harness.studies.reproduce import (
     case_direction,
-    check_input,
     fitted_cases,
     format_report,
     judged_document,
-    load_report,
     repeat_runs,
     report_band,
     report_figure_mbps,
-    report_names,
     reproduce,
 )
 from harness.studies.run import Analyser, RunResult
@@ -202,11 +201,14 @@ def test_an_input_must_say_where_it_came_from(change, message):
     assert "\n" not in str(raised.value)
 
 
-def test_the_band_is_one_fraction_per_report_with_a_default():
+@pytest.mark.parametrize("bad", ["0", "1.5", '"15 %"', "true"])
+def test_the_band_is_one_fraction_per_report_with_a_default(tmp_path, bad):
     assert report_band({}) == 0.15 and report_band({"band": 0.3}) == 0.3
-    for bad in (0, 1.5, "15 %", True):
-        with pytest.raises(NetreproError, match="is not a fraction"):
-            report_band({"band": bad})
+    text = (ROOT / "reports" / "openmv-n6.toml").read_text().replace("band = 0.15", f"band = {bad}")
+    (tmp_path / "r.toml").write_text(text)
+    with pytest.raises(NetreproError, match=r"r.toml:\d+: the report has band") as raised:
+        load_report(str(tmp_path / "r.toml"))
+    assert "\n" not in str(raised.value)
 
 
 # --- the document and the table ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import harness.studies.reproduce as reproduce_module
+import harness.studies.run as run_module
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.link import parse_rate, parse_time
@@ -21,7 +22,8 @@ from harness.link.saturate import FRAME, UDP_PAYLOAD
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.session import Session
-from harness.studies.reproduce import load_report, report_names, reproduce
+from harness.studies.report_file import load_report, report_names
+from harness.studies.reproduce import reproduce
 from harness.studies.run import RunResult
 from harness.studies.sensitivity import (
     Setup,
@@ -271,7 +273,7 @@ def test_the_setup_is_the_run_reproduce_makes(tmp_path, monkeypatch):
         return _result(plan.link.as_dict(), plan.workload, 10.0)
 
     monkeypatch.setattr(reproduce_module, "lwip_tree", lambda path: tmp_path)
-    monkeypatch.setattr(reproduce_module, "build_firmware", lambda platform, profile, *_: SimpleNamespace(
+    monkeypatch.setattr(run_module, "build_firmware", lambda platform, profile, *_: SimpleNamespace(
         profile=profile))
     monkeypatch.setattr(reproduce_module, "start_trusted", start)
     for name in ("openmv-n6", "ethernut2"):

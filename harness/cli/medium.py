@@ -21,7 +21,7 @@ from harness.studies.medium import (
     record_input,
     record_phy_rate,
 )
-from harness.studies.reproduce import REPORTS_DIR, load_report
+from harness.studies.report_file import find_report, load_report
 
 
 def add_medium_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -66,7 +66,7 @@ def cmd_calibrate_medium(args: argparse.Namespace) -> int:
                                             seconds=args.board_seconds, progress=progress)
     entry = calibration.input_toml(args.source)
     if args.record:
-        record_input(REPORTS_DIR / f"{args.record}.toml", entry)
+        record_input(find_report(args.record), entry)
         record_phy_rate(platform, args.link, calibration.phy_rate_bps)
         load_report(args.record)  # what it wrote reads back
         load_platform(args.platform)

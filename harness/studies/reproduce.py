@@ -33,7 +33,6 @@ A check that lacks its evidence is unknown, and a failed run fails its case's cl
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
@@ -43,15 +42,13 @@ from typing import Any
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.build import lwip_tree
 from harness.rig.devicetime import TimeChoice
-from harness.rig.platform import PROJECT_ROOT, Platform, load_platform
-from harness.rig.profile import resolve_profile
+from harness.rig.platform import Platform
 from harness.rig.session import make_run_dir
 from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
 from harness.studies.cases import CaseResult, format_number, leak_notes, risk_notes, summarise_runs, time_line
 from harness.studies.claims import (
-    CHECKS,
     DEFAULT_BAND,
     agreement,
     claim_result,
@@ -60,76 +57,14 @@ from harness.studies.claims import (
     percent,
     summary_line,
 )
+from harness.studies.report_file import FILE_KEY, case_configuration, load_report, report_inputs, report_platform
 from harness.studies.report_page import write_report_page
-from harness.studies.run import Analyser, Repeats, RunPlan, RunResult, start_trusted
-
-REPORTS_DIR = PROJECT_ROOT / "reports"
-_CASE_KEYS = {"case", "profile", "link", "workload", "report_mbps", "report_value", "claim", "seconds", "platform",
-              "note", "chunk", "bytes", "direction", "warmup", "rx_overflow"}
-# What a report's [[inputs]] entry gives besides name and value, by where the value came from.
-_PROVENANCE = {"report": {"source"}, "assumed": {"why", "range"}, "fitted": {"from", "cases"}}
-# calibrated: what a calibration produced from the value (netrepro calibrate-medium), as a table
-_INPUT_KEYS = {"name", "value", "unit", "provenance", "sets", "calibrated"}
+from harness.studies.run import Analyser, Configuration, Repeats, RunPlan, RunResult, start_trusted
 
 
-def report_names() -> list[str]:
-    return sorted(p.stem for p in REPORTS_DIR.glob("*.toml"))
-
-
-def load_report(name: str) -> dict[str, Any]:
-    path = REPORTS_DIR / f"{name}.toml"
-    if not path.is_file():
-        raise NetreproError(f"unknown report '{name}'", f"use one of: {', '.join(report_names())}")
-    report = tomllib.loads(path.read_text())
-    for case in report.get("cases", []):
-        unknown = set(case) - _CASE_KEYS or set(case.get("claim", {})) - set(CHECKS)
-        if unknown:
-            raise NetreproError(f"{path}: case '{case.get('case')}' has unknown key {sorted(unknown)[0]}",
-                                f"allowed: {', '.join(sorted(_CASE_KEYS | set(CHECKS)))}")
-    report_band(report, path)
-    cases = {c.get("case") for c in report.get("cases", [])}
-    for item in report.get("inputs", []):
-        check_input(item, cases, path)
-    return report
-
-
-def report_band(report: dict[str, Any], where: Path | str = "report") -> float:
-    """How far from the report's figure a median may be and still agree (a fraction; one band per report)."""
-    band = report.get("band", DEFAULT_BAND)
-    if isinstance(band, bool) or not isinstance(band, float | int) or not 0 < band < 1:
-        raise NetreproError(f"{where}: band {band!r} is not a fraction between 0 and 1", "write e.g. band = 0.15")
-    return float(band)
-
-
-def check_input(item: dict[str, Any], cases: set[str], where: Path | str = "report") -> None:
-    """An [[inputs]] entry says where its value came from, in the keys its provenance needs."""
-    name, kind = item.get("name", "?"), item.get("provenance")
-    if kind not in _PROVENANCE:
-        raise NetreproError(f"{where}: input '{name}' has provenance {kind!r}", "use report, assumed or fitted")
-    missing = sorted(({"name", "value"} | _PROVENANCE[kind]) - set(item))
-    extra = sorted(set(item) - _INPUT_KEYS - _PROVENANCE[kind])
-    if missing or extra:
-        wrong = f"has no {missing[0]}" if missing else f"has unknown key {extra[0]}"
-        raise NetreproError(f"{where}: input '{name}' ({kind}) {wrong}",
-                            f"a {kind} input gives name, value and {', '.join(sorted(_PROVENANCE[kind]))} "
-                            "(unit and sets optional)")
-    if kind == "assumed":
-        _check_range(item, where)
-    unknown = [c for c in item.get("cases", []) if c not in cases]
-    if kind == "fitted" and (unknown or not item["cases"]):
-        raise NetreproError(f"{where}: input '{name}' is fitted to "
-                            f"{'no case' if not unknown else 'unknown case ' + repr(unknown[0])}",
-                            f"name the cases whose figures it was fitted to: {', '.join(sorted(cases))}")
-
-
-def _check_range(item: dict[str, Any], where: Path | str) -> None:
-    span, value = item["range"], item["value"]
-    numbers = isinstance(span, list) and len(span) == 2 and all(isinstance(v, float | int) for v in span)
-    if not numbers or span[0] > span[1]:
-        raise NetreproError(f"{where}: input '{item['name']}' has range {span!r}", "write range = [low, high]")
-    if isinstance(value, float | int) and not span[0] <= value <= span[1]:
-        raise NetreproError(f"{where}: input '{item['name']}' = {value} lies outside its range {span}",
-                            "an assumed value lies inside its plausible range: fix one of them")
+def report_band(report: dict[str, Any]) -> float:
+    """How far from the report's figure a median may be and still agree (a fraction, checked on load)."""
+    return float(report.get("band", DEFAULT_BAND))
 
 
 def fitted_cases(report: dict[str, Any]) -> set[str]:
@@ -141,26 +76,28 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
               only: list[str] | None = None, progress: Progress | None = None,
               lwip_tree_path: str | None = None, time: TimeChoice | None = None,
               command: str | None = None) -> dict[str, Any]:
-    """Run every case of the report; returns the document (report, inputs, cases, summary) and writes it as JSON,
-    as the text table and as the page to share (reproduce.html; `command` is what it says produced it)."""
+    """Run every case of the report (a shipped report's name or the path of a report file); returns the document
+    (report, inputs, cases, summary) and writes it as JSON, as the text table and as the page to share
+    (reproduce.html; `command` is what it says produced it)."""
     progress = progress or Progress(quiet=True)
     report = load_report(name)
+    name = report["report"]
     cases = selected_cases(report, name, only)  # before anything is built or made: a typo costs nothing
     repeats = repeats or int(report.get("repeats", 3))
-    tree = lwip_tree(lwip_tree_path)
-    root = make_run_dir(out, f"reproduce-{name}", "all")
     time = time or TimeChoice()
+    setups = [case_setup(report, spec, seconds, time) for spec in cases]
+    plans = {setup.key(): setup.plan(lwip_tree_path, progress) for setup in setups}  # a profile that does not
+    root = make_run_dir(out, f"reproduce-{name}", "all")                            # compile stops it here
     shared: dict[tuple, Repeats] = {}
     with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
-        started = [_start_case(report, spec, root, tree, repeats,
-                               seconds or float(spec.get("seconds", report.get("seconds", 10))),
-                               progress, shared, time, analyser) for spec in cases]
+        started = [_start_case(report, spec, setup, plans[setup.key()], root, repeats, progress, shared, analyser)
+                   for spec, setup in zip(cases, setups, strict=True)]
         results = {result.case: _finish_case(report, result, shared[key].settled()) for result, key in started}
     for result in results.values():
         judge(result, results)
-    platform = load_platform(report["platform"])
-    document = {"report": name, "title": report.get("title", name), "source": report.get("source"),
-                "note": report.get("note"), "stand_in": platform.stand_in,
+    platform = report_platform(report, {})
+    document = {"report": name, "file": report[FILE_KEY], "title": report.get("title", name),
+                "source": report.get("source"), "note": report.get("note"), "stand_in": platform.stand_in,
                 "unit": report.get("unit", "Mbit/s"), "unit_bytes": report.get("unit_bytes"),
                 "repeats": repeats, "time": time.mode, "run_dir": str(root),
                 **judged_document(report, list(results.values()))}
@@ -182,7 +119,7 @@ def judged_document(report: dict[str, Any], results: list[CaseResult]) -> dict[s
     """The band, the inputs and every (judged) case against the report, with the counts the summary line gives."""
     band, fitted = report_band(report), fitted_cases(report)
     cases = [case_document(r, band, r.case in fitted) for r in results]
-    return {"band": band, "inputs": [dict(i) for i in report.get("inputs", [])], "cases": cases,
+    return {"band": band, "inputs": report_inputs(report), "cases": cases,
             "summary": summary(cases)}
 
 
@@ -214,50 +151,55 @@ class Setup:
     """One case's run as reproduce makes it, with at most one input changed."""
 
     case: str
-    platform: Platform
-    profile: str
+    platform: Platform       # as the report models it (its [cpu], its [links], the case's rx_overflow)
+    firmware: Configuration  # the case's profile (a shipped one or a lwipopts.h) and what builds it
     link: str  # the link preset
     workload: Workload
     time: TimeChoice
+    lwip_tree: str | None = None  # the report's or the case's lwIP tree (None: the default one)
+
+    @property
+    def profile(self) -> str:
+        """The profile as the report names it: a shipped profile or the path of a lwipopts.h."""
+        return str(self.firmware.lwip)
 
     def link_spec(self) -> Any:
         return LinkSpec.from_preset(self.platform.link_preset(self.link))
 
     def key(self) -> tuple[str, ...]:
         """What makes two setups the same run (a two-way workload's two cases share their runs)."""
-        return (self.platform.name, self.profile, self.link, repr(self.platform.links.get(self.link)),
+        return (self.platform.name, repr(self.firmware), str(self.lwip_tree), self.link,
+                repr(self.platform.links.get(self.link)), repr(self.platform.cpu),
                 repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time))
 
+    def plan(self, lwip_tree_path: str | None, progress: Progress) -> RunPlan:
+        """The run, its firmware built now (or taken from the cache); `lwip_tree_path` (--lwip-tree) wins over the
+        report's tree."""
+        firmware = self.firmware.build(self.platform, lwip_tree(lwip_tree_path or self.lwip_tree), progress)
+        return RunPlan(self.platform, firmware, self.link_spec(), self.workload, time=self.platform.time(self.time))
 
 
 def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | None, time: TimeChoice) -> Setup:
-    """The case's run as reproduce makes it: its board (and rx_overflow), profile, link preset, workload, time."""
-    platform = load_platform(spec.get("platform", report["platform"]))
-    if "rx_overflow" in spec:
-        platform = platform.with_nic(rx_overflow=spec["rx_overflow"])
+    """The case's run as reproduce makes it: its board, firmware, link preset, workload, time."""
     workload = Workload(spec["workload"], seconds=seconds or float(spec.get("seconds", report.get("seconds", 10))),
                         bytes=spec.get("bytes"), chunk=int(spec.get("chunk", report.get("chunk", DEFAULT_CHUNK))),
                         warmup_s=float(spec.get("warmup", report.get("warmup", 0.0))))
-    return Setup(spec["case"], platform, spec["profile"], spec["link"], workload, time)
+    return Setup(spec["case"], report_platform(report, spec), case_configuration(spec), spec["link"], workload, time,
+                 spec.get("lwip_tree"))
 
 
-def _start_case(report: dict[str, Any], spec: dict[str, Any], root: Path, tree: Path, repeats: int,
-                seconds: float, progress: Progress, shared: dict[tuple, Repeats], time: TimeChoice,
+def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan: RunPlan, root: Path,
+                repeats: int, progress: Progress, shared: dict[tuple, Repeats],
                 analyser: Analyser) -> tuple[CaseResult, tuple]:
     """The case's result to fill and the key of its runs in `shared`, whose runs are started unless an
     earlier case (the other direction of one two-way run) started them."""
-    setup = case_setup(report, spec, seconds, time)
-    platform, workload = setup.platform, setup.workload
-    profile = resolve_profile(platform, spec["profile"])
-    direction = case_direction(spec)
-    result = CaseResult(case=spec["case"], platform=platform.name, profile=profile.name, link=spec["link"],
-                        workload=spec["workload"], report_mbps=report_figure_mbps(report, spec), direction=direction,
-                        rx_overflow=platform.nic.get("rx_overflow", "hold"), medium=setup.link_spec().medium,
-                        report_value=spec.get("report_value"), claim=spec.get("claim", {}))
-    key = (platform.name, profile.name, spec["link"], repr(workload), spec.get("rx_overflow"))
+    platform = setup.platform
+    result = CaseResult(case=spec["case"], platform=platform.name, profile=plan.firmware.profile.name,
+                        link=spec["link"], workload=spec["workload"], report_mbps=report_figure_mbps(report, spec),
+                        direction=case_direction(spec), rx_overflow=platform.nic.get("rx_overflow", "hold"),
+                        medium=plan.link.medium, report_value=spec.get("report_value"), claim=spec.get("claim", {}))
+    key = setup.key()
     if key not in shared:
-        plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), setup.link_spec(), workload,
-                       time=platform.time(time))
         shared[key] = repeat_runs(lambda run_dir: start_trusted(plan, run_dir, analyser, progress), spec["case"],
                                   root, repeats, progress)
     return result, key
@@ -361,6 +303,8 @@ def input_line(item: dict[str, Any]) -> str:
     if kind == "assumed":
         low, high = item["range"]
         return f"{text} [assumed: {item['why']}; range {low:g}-{high:g}{unit}]"
+    if kind == "capture":
+        return f"{text} [capture: {item['capture']} (sha256 {str(item['sha256'])[:12]}), {item['frames']}]"
     return f"{text} [fitted from {item['from']}; fitted to the figures of {', '.join(item['cases'])}]"
 
 

@@ -46,14 +46,13 @@ from harness.core.progress import Progress
 from harness.link import LinkSpec, parse_rate, parse_time
 from harness.link.air import phy_rate_for, udp_goodput_bps
 from harness.link.saturate import FRAME, UDP_PAYLOAD
-from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
-from harness.rig.profile import resolve_profile
 from harness.rig.workload import DEFAULT_CHUNK
 from harness.studies.cases import CaseResult, summarise_runs
 from harness.studies.claims import DEFAULT_BAND, percent
-from harness.studies.reproduce import Setup, case_direction, case_setup, load_report, repeat_runs
+from harness.studies.report_file import load_report, report_inputs, report_platform
+from harness.studies.reproduce import Setup, case_direction, case_setup, repeat_runs
 from harness.studies.run import Analyser, Repeats, RunPlan, RunResult, start_trusted
 
 CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
@@ -64,7 +63,8 @@ ENDS = ("low", "high")
 _RATE_UNITS = {"bit/s": "bit", "kbit/s": "kbit", "Mbit/s": "mbit", "Gbit/s": "gbit"}  # input unit -> tc's
 _TIME_UNITS = {"s": "s", "ms": "ms", "us": "us"}
 _WHOLE_UNITS = {"nic": "frames", "chunk": "B"}
-_SETS = re.compile(r"^(platforms|reports)/([A-Za-z0-9_.-]+)\.toml:\s*([A-Za-z0-9_.-]+)$")
+_SETS = re.compile(r"^(?:(platforms|reports)/([A-Za-z0-9_.-]+)\.toml|(report)):\s*([A-Za-z0-9_.-]+)$")
+REPORT_OWNER = "report"  # `sets = "report: KEY"`: a key of the report file itself (its [links], [cpu], chunk)
 
 
 class Unvaried(Exception):
@@ -113,11 +113,7 @@ class RealRun:
 
     def plan(self, setup: Setup) -> RunPlan:
         if setup.key() not in self.plans:
-            platform = setup.platform
-            firmware = build_firmware(platform, resolve_profile(platform, setup.profile), lwip_tree(self.tree_path),
-                                      self.progress.step)
-            self.plans[setup.key()] = RunPlan(platform, firmware, setup.link_spec(), setup.workload,
-                                              time=platform.time(setup.time))
+            self.plans[setup.key()] = setup.plan(self.tree_path, self.progress)
         return self.plans[setup.key()]
 
 
@@ -130,9 +126,12 @@ def parse_sets(sets: str | None) -> Target:
         raise Unvaried("the report does not say where netrepro uses it (no sets)")
     match = _SETS.match(sets.strip())
     if not match:
-        raise Unvaried(f"sets '{sets}' is not 'platforms/P.toml: KEY' or 'reports/R.toml: KEY'")
-    folder, owner, key = match.groups()
-    if folder == "reports":
+        raise Unvaried(f"sets '{sets}' is not 'platforms/P.toml: KEY', 'reports/R.toml: KEY' or 'report: KEY'")
+    folder, owner, itself, key = match.groups()
+    folder, owner = (folder, owner) if itself is None else ("reports", REPORT_OWNER)
+    if key == "cpu" and owner == REPORT_OWNER:
+        return Target("cpu", owner, "mips")
+    if folder == "reports" and key.split(".")[0] != "links":
         if key == "chunk":
             return Target("chunk", owner, key)
         raise Unvaried(f"the report key {key} is not one netrepro varies (chunk is)")
@@ -165,10 +164,11 @@ def setting(target: Target, value: float, unit: str | None) -> str | int | float
         if value != int(value) or value < 1:
             raise Unvaried(f"{value:g} is not a whole number of {whole}")
         return int(value)
-    if unit:
-        raise Unvaried(f"an IPC has no unit, not {unit}")
+    what = "a MIPS figure" if target.key == "mips" else "an IPC"
+    if unit and not (target.key == "mips" and unit == "MIPS"):
+        raise Unvaried(f"{what} is in MIPS, not {unit}" if target.key == "mips" else f"an IPC has no unit, not {unit}")
     if value <= 0:
-        raise Unvaried(f"an IPC of {value:g} is not positive")
+        raise Unvaried(f"{what} of {value:g} is not positive")
     return float(value)
 
 
@@ -204,6 +204,8 @@ def in_use(target: Target, platform: Platform | None, report: dict[str, Any]) ->
     if target.kind == "nic":
         return float(nic_value(platform.nic, target.key)), str(nic_value(platform.nic, target.key))
     assert platform.cpu is not None
+    if target.key == "mips":
+        return platform.cpu.model_mips, f"{platform.cpu.model_mips:g}"
     return platform.cpu.ipc, f"{platform.cpu.ipc:g}"
 
 
@@ -222,8 +224,8 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
         return dataclasses.replace(setup, platform=setup.platform.with_nic(**{**held, target.key: value}))
     if target.kind == "cpu":
         assert setup.platform.cpu is not None
-        return dataclasses.replace(setup, time=dataclasses.replace(setup.time,
-                                                                    mips=setup.platform.cpu.clock_mhz * float(value)))
+        mips = float(value) if target.key == "mips" else setup.platform.cpu.clock_mhz * float(value)
+        return dataclasses.replace(setup, time=dataclasses.replace(setup.time, mips=mips))
     return dataclasses.replace(setup, workload=dataclasses.replace(setup.workload, chunk=int(value)))
 
 
@@ -244,7 +246,7 @@ def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> boo
     if target.kind == "chunk":
         return spec["workload"] in CHUNK_WORKLOADS and "chunk" not in spec
     board = Path(str(spec.get("platform", report["platform"]))).stem
-    return board == target.owner and (target.kind not in ("link", "air") or spec["link"] == target.link)
+    return target.owner in (board, REPORT_OWNER) and (target.kind not in ("link", "air") or spec["link"] == target.link)
 
 
 # ------------------------------------------------------------------ which inputs, which cases
@@ -254,7 +256,7 @@ def plan_inputs(report: dict[str, Any], name: str, time: TimeChoice,
                 ran: list[str]) -> tuple[list[Varied], list[dict[str, Any]]]:
     """The report's assumed inputs: those netrepro varies, and the others with why not (`ran`: the cases run)."""
     varied, not_varied = [], []
-    for item in report.get("inputs", []):
+    for item in report_inputs(report):
         if item.get("provenance") != "assumed":
             continue
         try:
@@ -272,7 +274,7 @@ def plan_input(item: dict[str, Any], report: dict[str, Any], name: str, time: Ti
     value, (low, high), unit = item["value"], item["range"], item.get("unit")
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise Unvaried(f"its value {value!r} is not a number")
-    platform = _board(target, name, time)
+    platform = _board(target, name, time, report)
     settings = {"value": setting(target, value, unit), "low": setting(target, low, unit),
                 "high": setting(target, high, unit)}
     cases = [c["case"] for c in report["cases"] if depends(target, report, c)]
@@ -293,6 +295,8 @@ def plan_input(item: dict[str, Any], report: dict[str, Any], name: str, time: Ti
 
 def _shown(target: Target, settings: dict[str, Any], platform: Platform | None) -> dict[str, str]:
     """The ends as the runs get them: the preset's or [nic]'s value, the chunk, or the modelled rate an IPC makes."""
+    if target.kind == "cpu" and target.key == "mips":
+        return {end: f"mips {settings[end]:g}" for end in ENDS}
     if target.kind == "cpu" and platform is not None and platform.cpu is not None:
         return {end: f"mips {platform.cpu.clock_mhz * settings[end]:g}" for end in ENDS}
     if target.kind == "air" and platform is not None:
@@ -302,14 +306,15 @@ def _shown(target: Target, settings: dict[str, Any], platform: Platform | None) 
     return {end: str(settings[end]) for end in ENDS}
 
 
-def _board(target: Target, name: str, time: TimeChoice) -> Platform | None:
-    """The board the input's file describes, checked to have what the input needs."""
+def _board(target: Target, name: str, time: TimeChoice, report: dict[str, Any]) -> Platform | None:
+    """The board the input's file describes (the report's own, as it models it, for `report: KEY`), checked to
+    have what the input needs."""
     if target.kind == "chunk":
-        if target.owner != name:
+        if target.owner not in (name, REPORT_OWNER):
             raise Unvaried(f"it sets reports/{target.owner}.toml, not this report's reports/{name}.toml")
         return None
     try:
-        platform = load_platform(target.owner)
+        platform = report_platform(report, {}) if target.owner == REPORT_OWNER else load_platform(target.owner)
     except NetreproError as exc:
         raise Unvaried(str(exc)) from None
     if target.kind in ("link", "air") and target.link not in platform.links:
@@ -364,6 +369,7 @@ def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: 
         raise NetreproError(f"the reproduction ran in {document['time']} time, not {time.mode}",
                             "vary the inputs in the time the baseline ran in")
     report, baseline = load_report(name), {c["case"]: c for c in document["cases"]}
+    name = report["report"]  # `name` may have been the report file's path
     varied, not_varied = plan_inputs(report, name, time, list(baseline))
     if inputs is not None:
         known = [v.name for v in varied]
