@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.against import CaptureComparison, against_document, format_comparison
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
@@ -92,7 +93,8 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
     with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
         started = [_start_case(report, spec, setup, plans[setup.key()], root, repeats, progress, shared, analyser)
                    for spec, setup in zip(cases, setups, strict=True)]
-        results = {result.case: _finish_case(report, result, shared[key].settled()) for result, key in started}
+        results = {result.case: _finish_case(report, spec, result, shared[key].settled())
+                   for spec, (result, key) in zip(cases, started, strict=True)}
     for result in results.values():
         judge(result, results)
     platform = report_platform(report, {})
@@ -173,9 +175,9 @@ class Setup:
                 repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time))
 
     def plan(self, lwip_tree_path: str | None, progress: Progress) -> RunPlan:
-        """The run, its firmware built now (or taken from the cache); `lwip_tree_path` (--lwip-tree) wins over the
-        report's tree."""
-        firmware = self.firmware.build(self.platform, lwip_tree(lwip_tree_path or self.lwip_tree), progress)
+        """The run, its firmware built now (or taken from the cache) from the lwIP tree the report or case names,
+        else `lwip_tree_path` (--lwip-tree), else the default tree."""
+        firmware = self.firmware.build(self.platform, lwip_tree(self.lwip_tree or lwip_tree_path), progress)
         return RunPlan(self.platform, firmware, self.link_spec(), self.workload, time=self.platform.time(self.time))
 
 
@@ -205,12 +207,27 @@ def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan
     return result, key
 
 
-def _finish_case(report: dict[str, Any], result: CaseResult, found: Repeats) -> CaseResult:
+def _finish_case(report: dict[str, Any], spec: dict[str, Any], result: CaseResult, found: Repeats) -> CaseResult:
     result.run_dirs, result.error = list(found.run_dirs), found.error
     summarise_runs(result, found.runs, raised=len(result.run_dirs) - len(found.runs))
     if result.median_mbps is not None and report.get("unit_bytes"):
         result.median_in_unit = round(result.median_mbps * 1e6 / 8 / int(report["unit_bytes"]), 1)
+    if "capture" in spec and result.median_run_dir:
+        result.against = case_against(spec["capture"], result)
     return result
+
+
+def case_against(capture: dict[str, Any], result: CaseResult) -> dict[str, Any]:
+    """The user's capture of the case beside its median run's: the comparison and the overlaid plots (in the run's
+    folder); a capture that cannot be read is said in the entry, not fatal to the reproduction."""
+    run_dir = Path(str(result.median_run_dir))
+    sender = None if result.direction is None else ("device" if result.direction == "tx" else "peer")
+    try:
+        return against_document(capture["file"], capture.get("device"), capture.get("stream"),
+                                run_dir / "capture.pcap", None, run_dir / "against",
+                                title=f"{result.case}: your capture and netrepro's", run_sender=sender)
+    except NetreproError as exc:
+        return {"capture": capture["file"], "error": str(exc), "plots": []}
 
 
 def repeat_runs(execute: Callable[[Path], RunResult | Future[RunResult]], case: str, root: Path, repeats: int,
@@ -259,7 +276,24 @@ def format_report(document: dict[str, Any]) -> str:
     lines = [*_preamble(document, band), "", *_inputs_block(document.get("inputs") or []), ""]
     lines += _table(document, band)
     cases = document["cases"]
-    return "\n".join(lines + _notes(cases) + leak_notes(cases, "case") + risk_notes(cases, "case"))
+    return "\n".join(lines + _notes(cases) + _against_notes(cases) + leak_notes(cases, "case")
+                     + risk_notes(cases, "case"))
+
+
+def _against_notes(cases: list[dict[str, Any]]) -> list[str]:
+    """Below the table: each case's own capture beside its median run's."""
+    lines: list[str] = []
+    for c in cases:
+        against = c.get("against")
+        if not against:
+            continue
+        lines += ["", f"{c['case']}: your capture ({against['capture']}) beside netrepro's median run:"]
+        if against.get("error"):
+            lines.append(f"  not compared: {against['error']}")
+            continue
+        lines += [f"  {line}" for line in format_comparison(CaptureComparison.from_dict(against["comparison"]))
+                  .splitlines()]
+    return lines
 
 
 def _preamble(document: dict[str, Any], band: float) -> list[str]:
@@ -299,7 +333,7 @@ def input_line(item: dict[str, Any]) -> str:
     if item.get("calibrated"):
         text += " -> " + ", ".join(f"{k} {v}" for k, v in item["calibrated"].items())
     if kind == "report":
-        return f"{text} [report: {item['source']}]"
+        return f"{text} [report: {item['source'] or 'its source not filled in'}]"
     if kind == "assumed":
         low, high = item["range"]
         return f"{text} [assumed: {item['why']}; range {low:g}-{high:g}{unit}]"
