@@ -209,4 +209,120 @@ def _window(fig: Figure, a: CaptureAnalysis) -> None:
         ax.legend(loc="lower right", fontsize=8)
 
 
-__all__ = ["plot_capture"]
+# ------------------------------------------------------------------ two captures overlaid
+
+OVERLAY_COLOURS = ("#d95f02", "#1f4e9c")   # the user's capture, netrepro's
+
+
+def plot_overlay(theirs: CaptureAnalysis, ours: CaptureAnalysis, out_dir: Path, title: str,
+                 theirs_label: str = "your capture", ours_label: str = "netrepro") -> list[Path]:
+    """Write the time/sequence and the window plot of two captures overlaid (against-timeseq and
+    against-window, PNG and SVG) into out_dir; returns the files.
+
+    A capture without a data direction is left out of the plots (and its label says so); when neither
+    has one, nothing is written and [] is returned.
+    """
+    sides = ((theirs, theirs_label, OVERLAY_COLOURS[0]), (ours, ours_label, OVERLAY_COLOURS[1]))
+    drawn = [side for side in sides if side[0].sender is not None and side[0].data_segments]
+    if not drawn:
+        return []
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    missing = "; ".join(f"{label}: no data to plot ({a.empty_reason or 'no payload'})" for a, label, _ in sides
+                        if a.sender is None or not a.data_segments)
+    written: list[Path] = []
+    for name, draw, what in (("against-timeseq", _overlay_time_sequence, "time / sequence"),
+                             ("against-window", _overlay_window, "advertised window and bytes in flight")):
+        fig = Figure(figsize=(10, 6.2), dpi=DPI, layout="constrained")
+        draw(fig, drawn)
+        verdicts = "; ".join([*(f"{label}: {a.verdict}" for a, label, _ in drawn), *([missing] if missing else [])])
+        fig.suptitle(textwrap.fill(f"{title} - {what}", 130) + "\n" + textwrap.fill(verdicts, 130), fontsize=10.5,
+                     x=0.01, ha="left")
+        for ext in ("png", "svg"):
+            path = out_dir / f"{name}.{ext}"
+            fig.savefig(path, format=ext)
+            written.append(path)
+    return written
+
+
+Drawn = Sequence[tuple[CaptureAnalysis, str, str]]
+
+
+def _sequence_line(a: CaptureAnalysis, span: tuple[float, float] | None) -> tuple[list[float], list[int], int]:
+    """Times and highest segment ends of the sender's first transmissions, a point per pixel column, and
+    the sequence they start from (in a span: the highest end before it, so each capture starts at 0)."""
+    segs = [s for s in a.data_segments if not s[3]]
+    base = 0
+    if span is not None:
+        base = max((e for t, _, e, _ in segs if t < span[0]), default=min((s for _, s, _, _ in segs), default=0))
+        segs = [s for s in segs if span[0] <= s[0] <= span[1]]
+    groups = _by_column(segs, lambda seg: seg[0])
+    return [g[-1][0] for g in groups], [max(e for _, _, e, _ in g) - base for g in groups], base
+
+
+def _overlay_time_sequence(fig: Figure, drawn: Drawn) -> None:
+    """Top: each capture's data (solid) and its receiver's window edge (dotted) over the whole connection.
+    Bottom: the same 10 RTTs (the slower capture's) from the middle of the shorter transfer, each
+    capture's bytes counted from that moment, so their pace compares directly."""
+    rtt = max((a.rtt_ms or 5.0) for a, _, _ in drawn) / 1e3
+    ends = [a.data_segments[-1][0] for a, _, _ in drawn]
+    starts = [a.data_segments[0][0] for a, _, _ in drawn]
+    middle = (max(starts) + min(ends)) / 2
+    span = (middle, middle + min(max(10 * rtt, 0.02), max(min(ends) - middle, 1e-3)))
+    axes = fig.subplots(2, 1, height_ratios=[3, 2])
+    top = max(max(e for _, _, e, _ in a.data_segments) for a, _, _ in drawn)
+    div = _mb_axis(axes[0], top)
+    for a, label, colour in drawn:
+        for ax, window in ((axes[0], None), (axes[1], span)):
+            ts, seqs, base = _sequence_line(a, window)
+            scale = div if window is None else 1e3
+            ax.plot(ts, [s / scale for s in seqs], "-", color=colour, linewidth=1.4, rasterized=len(ts) > 3000,
+                    label=f"{label}: {a.sender}'s data ({a.goodput_mbps or 0:.1f} Mbit/s)")
+            acks = [r for r in a.receiver_acks if window is None or window[0] <= r[0] <= window[1]]
+            acks = [g[-1] for g in _by_column(acks, lambda r: r[0])]
+            ax.step([r[0] for r in acks], [(r[1] + r[2] - base) / scale for r in acks], where="post", color=colour,
+                    linestyle=":", linewidth=1.1, label=f"{label}: {a.receiver}'s window edge")
+            old = [(t, (e - base) / scale) for t, _, e, re in a.data_segments
+                   if re and (window is None or window[0] <= t <= window[1])]
+            if old:
+                ax.plot([t for t, _ in old], [y for _, y in old], "x", color=colour, markersize=7,
+                        markeredgewidth=1.6, label=f"{label}: retransmissions ({len(old)})", zorder=5)
+    axes[1].set_xlim(*span)
+    axes[1].set_ylabel("kB since the zoom's start")
+    axes[1].set_title(f"zoom: {(span[1] - span[0]) * 1e3:.0f} ms from {span[0]:.3f} s", fontsize=9, loc="left")
+    axes[1].set_xlabel("time since each connection's first frame (s)")
+    for ax in axes:
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="upper left", fontsize=8)
+
+
+def _overlay_window(fig: Figure, drawn: Drawn) -> None:
+    """Each capture's receiver window (a line) and its sender's bytes in flight (dots), in its colour."""
+    ax = fig.subplots()
+    top = max(max((w for _, _, w in a.receiver_acks), default=0) for a, _, _ in drawn)
+    div, unit = (1e3, "kB") if top >= 4000 else (1.0, "bytes")
+    for a, label, colour in drawn:
+        # per pixel column the largest window as the line and the range down to the smallest shaded, so a
+        # dip stays visible without the line jumping between the two at every column
+        columns = _by_column(a.receiver_acks, lambda r: r[0])
+        if columns:
+            ts = [g[0][0] for g in columns]
+            highs = [max(w for _, _, w in g) / div for g in columns]
+            ax.step(ts, highs, where="post", color=colour, linewidth=1.6, zorder=3,
+                    label=f"{label}: {a.receiver}'s advertised window (max {a.window_of(a.receiver).max} B)")
+            ax.fill_between(ts, [min(w for _, _, w in g) / div for g in columns], highs, step="post", color=colour,
+                            alpha=0.25, linewidth=0, zorder=2)
+        flight = [p for g in _by_column(a.in_flight, lambda point: point[0])
+                  for p in dict.fromkeys((min(g, key=lambda q: q[1]), max(g, key=lambda q: q[1])))]
+        if flight:
+            ax.plot([t for t, _ in flight], [f / div for _, f in flight], ".", color=colour, markersize=2.5,
+                    alpha=0.45, label=f"{label}: bytes in flight", rasterized=len(flight) > 3000)
+    ax.set_xlabel("time since each connection's first frame (s)")
+    ax.set_ylabel(unit)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+
+
+__all__ = ["OVERLAY_COLOURS", "plot_capture", "plot_overlay"]

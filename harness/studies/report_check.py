@@ -297,6 +297,9 @@ def _cpu_problems(found: Found, platform: Platform) -> Platform:
         if key not in cpu:
             found.add(("cpu",), f"[cpu] of provenance '{kind}' has no {key}",
                       f"a {kind} cpu gives {', '.join(needed)} (provenance one of {', '.join(CPU_PROVENANCE)})")
+    if kind == "report" and not str(cpu.get("source", "x")).strip():
+        found.add(("cpu", "source"), "[cpu] says the part's speed is from the report but its source is empty",
+                  "fill in where the report gives the part and its clock", "warning")
     mips = report_mips(cpu)
     span = cpu.get("range")
     if kind == "assumed" and isinstance(span, list) and len(span) == 2 and not span[0] <= mips <= span[1]:
@@ -366,7 +369,7 @@ def _profile_problems(found: Found, at: tuple[Any, ...], case: dict[str, Any], p
 def _direction_problems(found: Found, at: tuple[Any, ...], case: dict[str, Any]) -> None:
     two_way, direction = case["workload"] in TWO_WAY, case.get("direction")
     if two_way and direction is None:
-        found.add(at, f"case '{case['case']}' runs {case['workload']} (both directions) but does not say which one "
+        found.add((*at, "workload"), f"case '{case['case']}' runs {case['workload']} (both directions) but does not say which one "
                       "it is", 'add direction = "rx" (peer -> device) or "tx" (device -> peer)')
     if not two_way and direction is not None:
         found.add((*at, "direction"), f"case '{case['case']}': direction applies only to the rr and duplex "

@@ -2,9 +2,11 @@
 
 Everything is in the one file: the report's title, source and inputs, its table, per case the
 median run's plots as inline SVG (matplotlib's own SVG text, so nothing is fetched when the page
-is opened, from the network or the disk), the stand-in's honesty notes, and the command and
-netrepro version that made it. The page is a pure function of the document and the files its
-run folders hold; a missing key or plot shows as "not listed" / "no plot", never as a crash.
+is opened, from the network or the disk), the stand-in's honesty notes, a case's ``against``
+(a user's capture beside the case's run: harness.analysis.against) as its comparison table and
+overlay plots, and the command and netrepro version that made it. The page is a pure function of
+the document and the files its run folders hold; a missing key or plot shows as "not listed" /
+"no plot", never as a crash.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.analysis.against import CaptureComparison
 from harness.core.errors import NetreproError
 from harness.rig.platform import load_platform
 from harness.studies.cases import format_number
@@ -36,6 +39,7 @@ th { background: #eef0f5; } tbody tr:nth-child(even) { background: #f8f8fb; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .holds { color: #17692e; font-weight: 600; } .fails { color: #b3261e; font-weight: 600; }
 .unknown { color: #8a5a00; font-weight: 600; }
+.same { color: #17692e; } .differs { color: #b3261e; font-weight: 600; }
 .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 12px; }
 figure { margin: 0; border: 1px solid #e2e2e8; border-radius: 4px; padding: 6px; background: #fff; }
 figure svg { width: 100%; height: auto; display: block; }
@@ -63,7 +67,7 @@ def render_report_page(document: dict[str, Any], command: str | None = None) -> 
             "<h2>Results</h2>", _table(document, cases), _claim_notes(cases),
             "<h2>Stand-in</h2>", _stand_in(document, cases),
             "<h2>Plots</h2>", *(_case_plots(i, c) for i, c in enumerate(cases)),
-            _footer(document, command)]
+            *_against_sections(cases), _footer(document, command)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
@@ -262,8 +266,9 @@ def _case_plots(index: int, case: dict[str, Any]) -> str:
                        f"{svg or NO_PLOT}</figure>")
     reason = case.get("verdict_reason")
     verdict = f"{_text(case.get('verdict'))}: {_text(reason)}" if reason else None
+    beside = f"; <a href=\"#against-{index}\">beside your capture</a>" if "against" in case else ""
     return (f"<h3 id=\"case-{index}\">{escape(_text(case.get('case')))}</h3>"
-            f"<p class=\"small\">{escape(facts)}; {where}</p>"
+            f"<p class=\"small\">{escape(facts)}; {where}{beside}</p>"
             + (f"<p class=\"small\">{escape(verdict)}</p>" if verdict else "")
             + f"<div class=\"plots\">{''.join(figures)}</div>")
 
@@ -294,6 +299,64 @@ def _run_figure(run_dir: Path, direction: str | None) -> float | None:
     if isinstance(value, dict):
         value = value.get(direction) if direction else None
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+AGAINST_PLOTS = {"against-timeseq": "time / sequence, both captures",
+                 "against-window": "advertised window and bytes in flight, both captures"}
+
+
+def _against_sections(cases: list[dict[str, Any]]) -> list[str]:
+    """A section per case whose row has `against`: the user's capture beside the case's run (the
+    comparison's table, its notes and the overlay plots); none when no case has one."""
+    sections = [_against(i, c) for i, c in enumerate(cases) if "against" in c]
+    return ["<h2>Your captures beside netrepro's</h2>", *sections] if sections else []
+
+
+def _against(index: int, case: dict[str, Any]) -> str:
+    against = case["against"] if isinstance(case["against"], dict) else {}
+    head = (f"<h3 id=\"against-{index}\">{escape(_text(case.get('case')))}</h3>"
+            f"<p class=\"small\">your capture <code>{escape(_text(against.get('capture')))}</code></p>")
+    comparison = _comparison(against.get("comparison"))
+    if comparison is None:
+        return head + "<p class=\"small\">comparison: not listed</p>" + _against_plots(index, against)
+    return head + _comparison_table(comparison) + _comparison_notes(comparison) + _against_plots(index, against)
+
+
+def _comparison(data: Any) -> CaptureComparison | None:
+    """The comparison read back; None when the document holds none or one this netrepro cannot read."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return CaptureComparison.from_dict(data)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _comparison_table(c: CaptureComparison) -> str:
+    """The rows as the text table writes them: figure, theirs, ours, difference (coloured same / differs)."""
+    heads = ["", c.theirs.label, c.ours.label, f"difference ({c.ours.label} - {c.theirs.label})"]
+    rows = []
+    for r in c.rows:
+        theirs, ours, difference = r.cells()
+        kind = f" {difference}" if difference in ("same", "differs", "unknown") else ""
+        rows.append(f"<tr class=\"against-row\"><td>{escape(r.name)}</td><td class=\"num\">{escape(theirs)}</td>"
+                    f"<td class=\"num\">{escape(ours)}</td><td class=\"num{kind}\">{escape(difference)}</td></tr>")
+    head = "".join(f"<th>{escape(h)}</th>" for h in heads)
+    return f"<table class=\"against\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _comparison_notes(c: CaptureComparison) -> str:
+    lines = [f"{side.label}: {side.verdict_reason}" for side in (c.theirs, c.ours) if side.verdict_reason]
+    lines += list(c.notes)
+    return "<ul class=\"notes\">" + "".join(f"<li>{escape(_text(n))}</li>" for n in lines) + "</ul>" if lines else ""
+
+
+def _against_plots(index: int, against: dict[str, Any]) -> str:
+    """The overlay plots' SVGs inline (their PNGs are for viewers outside the page)."""
+    svgs = [Path(p) for p in against.get("plots") or [] if isinstance(p, str) and p.endswith(".svg")]
+    figures = [f"<figure><figcaption>{escape(AGAINST_PLOTS.get(p.stem, p.stem))}</figcaption>"
+               f"{inline_svg(p, f'a{index}-{p.stem}') or NO_PLOT}</figure>" for p in svgs]
+    return f"<div class=\"plots\">{''.join(figures) or NO_PLOT}</div>"
 
 
 _PROLOGUE = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->|<metadata\b.*?</metadata>", re.S | re.I)
