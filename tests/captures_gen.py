@@ -87,6 +87,15 @@ def tcp_frame(src: str, dst: str, sport: int, dport: int, seq: int, ack: int, fl
     return frame.ljust(60, b"\0")
 
 
+LINKTYPE_LINUX_SLL = 113  # "Linux cooked" captures, as tcpdump -i any wrote them before SLL2
+
+
+def linux_cooked(frame: bytes, outgoing: bool = False) -> bytes:
+    """An Ethernet frame as a Linux cooked (SLL) capture holds it: a 16-byte header in place of Ethernet's 14."""
+    header = struct.pack("!HHH8sH", 4 if outgoing else 0, 1, 6, frame[6:12] + b"\0\0", 0x0800)
+    return header + frame[14:]
+
+
 def udp_frame(src: str, dst: str, sport: int, dport: int, payload: bytes) -> bytes:
     """An Ethernet/IPv4/UDP frame (UDP checksum 0 = none)."""
     udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
@@ -96,12 +105,12 @@ def udp_frame(src: str, dst: str, sport: int, dport: int, payload: bytes) -> byt
 
 
 def write_pcap(path: Path, records: list[tuple[float, bytes]], snaplen: int = 262144,
-               nanosecond: bool = True) -> Path:
-    """A classic pcap (linktype Ethernet), like netrepro's link writes; frames cut at snaplen."""
+               nanosecond: bool = True, linktype: int = 1) -> Path:
+    """A classic pcap (linktype Ethernet unless told, like netrepro's link writes); frames cut at snaplen."""
     path = Path(path)
     magic = 0xA1B23C4D if nanosecond else 0xA1B2C3D4
     scale = 1_000_000_000 if nanosecond else 1_000_000
-    parts = [struct.pack("<IHHiIII", magic, 2, 4, 0, 0, snaplen, 1)]
+    parts = [struct.pack("<IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype)]
     for t, frame in records:
         sec = int(t)
         frac = round((t - sec) * scale)
@@ -126,8 +135,8 @@ def _tsval(t: float) -> int:
 class Scenario:
     """One bulk TCP transfer. Times in seconds, sizes in bytes, rates in bit/s.
 
-    ``sender`` is "device" or "peer" (who sends the payload); the capture is always taken at the
-    device, as netrepro's link does. ``client`` is the side that sends the SYN.
+    ``sender`` is "device" or "peer" (who sends the payload); the capture is taken at the device,
+    as netrepro's link does, unless ``capture_at`` is "peer". ``client`` is the side that sends the SYN.
     """
 
     sender: str = "peer"
@@ -163,6 +172,7 @@ class Scenario:
     start: float = 1.0                    # capture time of the first frame
     device_port: int = 5001
     peer_port: int = 40000
+    capture_at: str = "device"            # where the capture is taken: "device" or "peer" (a PC-side capture)
 
 
 class _Model:
@@ -181,6 +191,7 @@ class _Model:
         self.mss_opt = {k: sc.device_mss if v == "device" else sc.peer_mss for k, v in names.items()}
         self.ws_opt = {k: sc.device_wscale if v == "device" else sc.peer_wscale for k, v in names.items()}
         self.at_device = "snd" if snd_is_dev else "rcv"
+        self.at_capture = self.at_device if sc.capture_at == "device" else ("rcv" if snd_is_dev else "snd")
         self.client = "snd" if sc.client == sc.sender else "rcv"
         self.server = "rcv" if self.client == "snd" else "snd"
         scaling = sc.device_wscale is not None and sc.peer_wscale is not None
@@ -238,8 +249,9 @@ class _Model:
                           self.raw_window(side), payload)
 
     def capture(self, side: str, t_sent: float, frame: bytes, t_arrive: float | None) -> None:
-        """The device's view: frames it sends when sent, frames it receives when they arrive."""
-        if side == self.at_device:
+        """The capture point's view (the device's unless told): frames its side sends when sent, frames it
+        receives when they arrive."""
+        if side == self.at_capture:
             self.records.append((t_sent, frame))
         elif t_arrive is not None:
             self.records.append((t_arrive, frame))

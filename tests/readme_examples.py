@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,8 @@ class Block:
             return "commands"
         if self.language == "python":
             return "python"
+        if self.language == "toml":
+            return "toml"   # a file's text shown: it must read as TOML
         return "output"
 
     @property
@@ -444,6 +447,12 @@ def evaluate(example: Example) -> str | None:
         result = check_stored(block)
     elif block.kind == "commands":
         result = run_commands(block)
+    elif block.kind == "toml":
+        try:
+            tomllib.loads(block.source)
+        except tomllib.TOMLDecodeError as exc:
+            return f"is not TOML: {exc}"
+        result = None
     else:  # python
         try:
             code = compile(block.source, f"{example.path}:{block.line}", "exec")

@@ -13,9 +13,12 @@ returned:
 - ``capture_analysis``: the facts and the verdict together, with the expect_* helpers
   (``expect``) for pytest;
 - ``summary``: the typed record of a run (``AnalysisSummary``, as_dict/from_dict);
-- ``table`` and ``plots``: text and figures.
+- ``table`` and ``plots``: text and figures;
+- ``board_capture``: a real board's capture read into the facts a report needs
+  (``read_board_capture``), with the bottleneck's rate estimated from the capture itself.
 """
 
+from harness.analysis.board_capture import CaptureReading, read_board_capture
 from harness.analysis.capture import TSHARK_FIELDS, TSHARK_PREFS
 from harness.analysis.capture_analysis import CaptureAnalysis
 from harness.analysis.facts import Facts, WindowStats
@@ -31,6 +34,7 @@ __all__ = [
     "VERDICTS",
     "AnalysisSummary",
     "CaptureAnalysis",
+    "CaptureReading",
     "Connection",
     "Endpoint",
     "Facts",
@@ -39,4 +43,5 @@ __all__ = [
     "format_table",
     "judge",
     "load_capture",
+    "read_board_capture",
 ]

@@ -369,8 +369,9 @@ def _profile_problems(found: Found, at: tuple[Any, ...], case: dict[str, Any], p
 def _direction_problems(found: Found, at: tuple[Any, ...], case: dict[str, Any]) -> None:
     two_way, direction = case["workload"] in TWO_WAY, case.get("direction")
     if two_way and direction is None:
-        found.add((*at, "workload"), f"case '{case['case']}' runs {case['workload']} (both directions) but does not say which one "
-                      "it is", 'add direction = "rx" (peer -> device) or "tx" (device -> peer)')
+        found.add((*at, "workload"), f"case '{case['case']}' runs {case['workload']} (both directions) but does not "
+                                     "say which one it is",
+                  'add direction = "rx" (peer -> device) or "tx" (device -> peer)')
     if not two_way and direction is not None:
         found.add((*at, "direction"), f"case '{case['case']}': direction applies only to the rr and duplex "
                                       "workloads", "remove it")

@@ -1,0 +1,67 @@
+"""The round trip of a capture: a run over a link no preset uses (13 ms, 17 Mbit/s), its capture read back by
+`report from-capture` into a report, and that report reproduced, with the capture shown beside the reproduction.
+Taken at the device's side, at the peer's, and over a lossy link."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import netrepro_cli
+
+from harness.link import parse_rate, parse_time
+from harness.studies.report_file import load_report
+
+RTT_S, RATE_BPS, LOSS = 0.013, 17_000_000, 0.005
+WINDOW, MSS = 46720, 1460  # firmware/profiles/mp-n6-after.h: 32 * TCP_MSS
+VARIANTS = {"device side": [], "peer side": ["--capture-at", "peer"], "lossy link": ["--loss", "0.5%"]}
+
+
+def _run(out: Path, extra: list[str]) -> dict:
+    proc = netrepro_cli("run", "openmv-n6", "--lwip", "mp-n6-after", "--link", "wifi-wire", "--rtt", "13ms",
+                        "--rate", "17mbit", "--workload", "rx", "--seconds", "4", "--out", str(out), "--json",
+                        *extra, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_capture_becomes_a_report_that_reproduces_it(tmp_path, variant, no_leftovers):
+    run = _run(tmp_path / "runs", VARIANTS[variant])
+    assert run.get("captured_at", "device") == ("peer" if variant == "peer side" else "device")
+    capture = Path(run["capture"])
+    out = tmp_path / "mine" / "board.toml"
+    out.parent.mkdir()
+    written = netrepro_cli("report", "from-capture", str(capture), "--platform", "openmv-n6", "-o", str(out))
+    assert written.returncode == 0, written.stderr
+    assert netrepro_cli("report", "check", str(out)).returncode == 0
+
+    report = load_report(str(out))
+    link = report["links"]["capture"]
+    assert parse_time(link["rtt"]) == pytest.approx(RTT_S, rel=0.05), written.stdout
+    assert parse_rate(link["rate"]) == pytest.approx(RATE_BPS, rel=0.05), written.stdout
+    (case,) = report["cases"]
+    assert case["claim"]["mss"] == MSS and case["claim"]["window"] == WINDOW
+    assert case["claim"]["verdict"] == run["analysis"]["verdict"]
+    assert case["workload"] == "rx" and case["capture"]["sha256"] and case["capture"]["device"] == run["device"]
+    inputs = {i["name"]: i for i in report["inputs"]}
+    measured = [i for i in inputs.values() if i["provenance"] == "capture"]
+    assert len(measured) >= 4 and all(i["capture"] == capture.name for i in measured)
+    loss = inputs["loss of the data"]["value"] / 100
+    if variant == "lossy link":
+        assert loss == pytest.approx(LOSS, abs=0.0025) and "0 retransmissions" not in written.stdout
+        assert link["to_device"]["loss"].endswith("%")
+    else:
+        assert loss == 0 and " 0 retransmissions" in written.stdout
+
+    proc = netrepro_cli("reproduce", str(out), "--json", "--repeats", "1", "--out", str(tmp_path / "again"),
+                        timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (again,) = json.loads(proc.stdout)["cases"]
+    assert again["median_mbps"] == pytest.approx(case["report_mbps"], rel=0.10), again
+    rows = {r["key"]: r for r in again["against"]["comparison"]["rows"]}
+    assert rows["mss"]["difference"] == rows["window"]["difference"] == "same"
+    assert rows["throughput"]["theirs"] == pytest.approx(case["report_mbps"], rel=0.01)
+    assert all(Path(p).is_file() for p in again["against"]["plots"])
