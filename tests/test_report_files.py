@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line_error, netrepro_cli
 
+from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.rig.devicetime import TimeChoice
 from harness.rig.workload import WORKLOADS
@@ -18,6 +19,8 @@ from harness.studies.report_check import check_report, key_lines
 from harness.studies.report_file import load_report, report_inputs, report_names, report_platform
 from harness.studies.report_schema import SCHEMA_PATH, report_schema, schema_text
 from harness.studies.reproduce import case_setup
+from harness.studies.run import RunResult
+from harness.studies.sensitivity import sensitivity
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_PORT = ROOT / "docs" / "examples" / "port" / "lwipopts.h"
@@ -287,3 +290,73 @@ def test_the_docs_describe_every_key_of_the_format():
     keys |= set(schema["properties"]["cases"]["items"]["properties"]["claim"]["properties"])
     missing = sorted(k for k in keys if f"`{k}`" not in doc)
     assert not missing, f"docs/writing-a-report.md does not describe: {missing}"
+
+
+# ------------------------------------------------------------------ what reproduce does, for a report of yours
+
+
+def test_sensitivity_varies_a_user_reports_own_part_and_link(tmp_path):
+    """[cpu] (its MIPS) and an assumed input on the report's own link are varied like the shipped reports' inputs."""
+    text = REPORT.replace('provenance = "report"\nsource = "the mail: ping 2 ms"',
+                          'provenance = "assumed"\nwhy = "not measured"\nrange = [1, 4]')
+    path = user_folder(tmp_path, text)
+    report = load_report(str(path))
+    document = {"report": "my-board", "run_dir": str(tmp_path / "runs"), "time": "device", "repeats": 1,
+                "band": 0.15, "cases": [{"case": c["case"], "median_mbps": 30.0, "min_mbps": 30.0, "max_mbps": 30.0,
+                                         "verdict": "window-limited", "run_dirs": []} for c in report["cases"]]}
+    (tmp_path / "runs").mkdir()
+    seen = []
+
+    def execute(setup, run_dir):
+        seen.append((setup.case, setup.time.mips, setup.link_spec().rtt_s))
+        return RunResult(platform="openmv-n6", profile="p", lwip_version="2.1.3", link=setup.link_spec().as_dict(),
+                         workload=setup.workload.describe(), run_dir=str(run_dir), capture="/none.pcap",
+                         console_log="/x", device="10.0.0.2", throughput_mbps=20.0,
+                         analysis=AnalysisSummary(verdict="window-limited"))
+
+    found = sensitivity(str(path), document, time=TimeChoice("device"), execute=execute)
+    assert [i["name"] for i in found["inputs"]] == ["office RTT", "the part's core (STM32F767 (Cortex-M7); its MIPS)"]
+    assert found["not_varied"] == []
+    assert {(case, mips) for case, mips, _ in seen if mips} == {(c, m) for c in ("before", "after") for m in (216, 432)}
+    assert {(case, round(rtt, 4)) for case, mips, rtt in seen if not mips} == {
+        (c, r) for c in ("before", "after") for r in (0.001, 0.004)}
+
+
+@pytest.mark.real
+def test_a_report_outside_the_repository_reproduces(tmp_path, no_leftovers):
+    """Two cases, two lwipopts.h of the report's own (one needing a stub header), the report's part and link:
+    reproduce PATH --json gives each case's median, window and verdict, the windows those files set."""
+    path = user_folder(tmp_path)
+    page = tmp_path / "page.html"
+    proc = netrepro_cli("reproduce", str(path), "--json", "--html", str(page), "--out", str(tmp_path / "runs"),
+                        timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    document = json.loads(proc.stdout)
+    assert document["report"] == "my-board" and document["file"] == str(path)
+    cases = {c["case"]: c for c in document["cases"]}
+    assert cases["before"]["device_window_max"] == 8 * 1460 and cases["after"]["device_window_max"] == 4 * 1460
+    assert cases["before"]["profile"] == "port" and cases["after"]["profile"] == "small"
+    assert all(c["median_mbps"] > 0 and c["verdict"] for c in cases.values())
+    assert cases["after"]["verdict"] == "window-limited" and cases["after"]["claim_result"] == "holds"
+    assert cases["before"]["claim_result"] == "holds"
+    assert document["inputs"][-1]["value"] == 400 and document["inputs"][-1]["sets"] == "report: cpu"
+    result = json.loads((Path(cases["after"]["run_dirs"][0]) / "result.json").read_text())
+    assert result["time"]["model_mips"] == 400  # the report's part, not the N6's 800 MIPS
+    assert result["link"]["rtt_s"] == pytest.approx(0.002)
+    assert "STM32F767" in page.read_text()
+
+
+@pytest.mark.real
+def test_the_pytest_plugin_reproduces_a_case_of_a_users_report(netrepro, tmp_path):
+    path = user_folder(tmp_path)
+    cases = netrepro.reproduce(str(path), cases=["after"])
+    assert list(cases) == ["after"] and cases["after"]["device_window_max"] == 5840
+
+
+@pytest.mark.real
+def test_a_profile_that_does_not_compile_is_one_line_before_any_run(tmp_path):
+    path = user_folder(tmp_path)
+    (tmp_path / "small" / "lwipopts.h").write_text(SMALL + "#define TCP_WND (4 * TCP_MSS\nint broken = ;\n")
+    proc = netrepro_cli("reproduce", str(path), "--out", str(tmp_path / "runs"), timeout=600)
+    assert_one_line_error(proc, "profile small does not compile", "lwipopts.h:")
+    assert not (tmp_path / "runs").exists()  # nothing was run

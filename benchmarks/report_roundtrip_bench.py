@@ -1,0 +1,108 @@
+"""A capture's round trip as a benchmark: a run over a link no preset uses, its capture read back by
+`report from-capture`, and the written report reproduced (3 runs), each variant as the round-trip test runs it.
+
+    python benchmarks/report_roundtrip_bench.py [--repeats 3] [--seconds 4]
+
+Writes benchmarks/results/report-roundtrip.json and .md: per variant (the capture at the device's side, at
+the peer's, over a lossy link) what the capture reads back against what the link was set to (RTT, rate,
+loss), the capture's throughput against the reproduction's median, and the comparison reproduce prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.analysis.against import CaptureComparison, format_comparison  # noqa: E402
+from harness.link import parse_rate, parse_time  # noqa: E402
+from harness.studies.report_file import load_report  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+RTT_MS, RATE_MBPS, LOSS_PCT = 13.0, 17.0, 0.5
+VARIANTS = {"device side": [], "peer side": ["--capture-at", "peer"], "lossy link (0.5 %)": ["--loss", "0.5%"]}
+
+
+def netrepro(*args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=None, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"netrepro {' '.join(args)} failed: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def variant(name: str, extra: list[str], folder: Path, repeats: int, seconds: float) -> dict:
+    run = json.loads(netrepro("run", "openmv-n6", "--lwip", "mp-n6-after", "--link", "wifi-wire", "--rtt",
+                              f"{RTT_MS:g}ms", "--rate", f"{RATE_MBPS:g}mbit", "--workload", "rx", "--seconds",
+                              f"{seconds:g}", "--out", str(folder / "runs"), "--json", "--quiet", *extra))
+    out = folder / "report" / "board.toml"
+    out.parent.mkdir(parents=True)
+    netrepro("report", "from-capture", run["capture"], "--platform", "openmv-n6", "-o", str(out))
+    report = load_report(str(out))
+    link, (case,) = report["links"]["capture"], report["cases"]
+    loss = next(i["value"] for i in report["inputs"] if i["name"] == "loss of the data")
+    document = json.loads(netrepro("reproduce", str(out), "--json", "--quiet", "--repeats", str(repeats),
+                                   "--out", str(folder / "again")))
+    (again,) = document["cases"]
+    return {"variant": name, "run_throughput_mbps": run["throughput_mbps"], "run_verdict": run["analysis"]["verdict"],
+            "read_rtt_ms": round(parse_time(link["rtt"]) * 1e3, 3), "read_rate_mbps": parse_rate(link["rate"]) / 1e6,
+            "read_loss_pct": loss, "capture_mbps": case["report_mbps"], "claim": case["claim"],
+            "reproduced_median_mbps": again["median_mbps"], "reproduced_runs_mbps": again["runs_mbps"],
+            "reproduced_verdict": again["verdict"], "claim_result": again["claim_result"],
+            "delta_pct": again["delta_pct"], "comparison": again["against"]["comparison"]}
+
+
+def markdown(rows: list[dict], stamp: str, minutes: float, repeats: int) -> str:
+    lines = [f"# The round trip of a capture ({stamp}, {minutes:.1f} min on this machine)", "",
+             f"openmv-n6 / mp-n6-after, `rx`, over `--link wifi-wire --rtt {RTT_MS:g}ms --rate {RATE_MBPS:g}mbit`; its "
+             f"capture read by `report from-capture`, the report reproduced ({repeats} runs).", "",
+             "| variant | RTT read (set 13 ms) | rate read (set 17 Mbit/s) | loss read | capture Mbit/s | reproduced "
+             "median (runs) | delta % | verdict (capture / reproduced) | claims |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        runs = ", ".join(map(str, r["reproduced_runs_mbps"]))
+        lines.append(f"| {r['variant']} | {r['read_rtt_ms']:g} ms ({_pct(r['read_rtt_ms'], RTT_MS)}) | "
+                     f"{r['read_rate_mbps']:g} ({_pct(r['read_rate_mbps'], RATE_MBPS)}) | {r['read_loss_pct']:g} % | "
+                     f"{r['capture_mbps']:g} | {r['reproduced_median_mbps']:g} ({runs}) | "
+                     f"{r['delta_pct']:+.1f} | {r['run_verdict']} / {r['reproduced_verdict']} | {r['claim_result']} |")
+    for r in rows:
+        lines += ["", f"## {r['variant']}: the capture beside the reproduction's median run", "", "```",
+                  format_comparison(CaptureComparison.from_dict(r["comparison"])), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _pct(value: float, of: float) -> str:
+    return f"{(value / of - 1) * 100:+.1f} %"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    args = parser.parse_args()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="netrepro-roundtrip-") as tmp:
+        rows = []
+        for i, (name, extra) in enumerate(VARIANTS.items()):
+            print(f"{name}: run, from-capture, reproduce", file=sys.stderr)
+            rows.append(variant(name, extra, Path(tmp) / str(i), args.repeats, args.seconds))
+    minutes = (time.monotonic() - started) / 60
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "report-roundtrip.json").write_text(json.dumps({"date": stamp, "minutes": round(minutes, 1),
+                                                               "variants": rows}, indent=2) + "\n")
+    path = RESULTS / "report-roundtrip.md"
+    path.write_text(markdown(rows, stamp, minutes, args.repeats))
+    print(path.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
