@@ -316,7 +316,7 @@ def test_a_pcapng_written_by_tshark_reads_the_same(tmp_path):
 # over a 13 ms, 17 Mbit/s wire, taken at the peer's side; the run's own analysis said link-limited, 15.837 Mbit/s.
 # The round trip through `report from-capture` and `reproduce` runs the real chain every time
 # (tests/test_report_roundtrip.py: at the device's side, at the peer's, over a lossy link).
-EXAMPLE = Path(__file__).resolve().parent.parent / "captures" / "example-board-rx.pcap"
+EXAMPLE = Path(__file__).resolve().parent.parent / "captures" / "report" / "example-board-rx.pcap"
 
 
 def test_a_real_runs_capture_reads_back_its_link():

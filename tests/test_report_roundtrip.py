@@ -59,9 +59,12 @@ def test_a_capture_becomes_a_report_that_reproduces_it(tmp_path, variant, no_lef
     proc = netrepro_cli("reproduce", str(out), "--json", "--repeats", "1", "--out", str(tmp_path / "again"),
                         timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (again,) = json.loads(proc.stdout)["cases"]
+    document = json.loads(proc.stdout)
+    (again,) = document["cases"]
     assert again["median_mbps"] == pytest.approx(case["report_mbps"], rel=0.10), again
     rows = {r["key"]: r for r in again["against"]["comparison"]["rows"]}
     assert rows["mss"]["difference"] == rows["window"]["difference"] == "same"
     assert rows["throughput"]["theirs"] == pytest.approx(case["report_mbps"], rel=0.01)
     assert all(Path(p).is_file() for p in again["against"]["plots"])
+    page = (Path(document["run_dir"]) / "reproduce.html").read_text()
+    assert "Your captures beside netrepro's" in page and page.count("<svg") >= 2  # the overlays, inline

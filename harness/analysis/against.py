@@ -323,16 +323,17 @@ def load_against(path: str | os.PathLike, sender: str | None = None) -> AgainstS
 
 def against_document(user_capture: str | os.PathLike, user_device: str | None, user_stream: int | None,
                      run_capture: str | os.PathLike, run_device: str | None, out_dir: str | os.PathLike,
-                     title: str = "", run_sender: str | None = None, run_captured_at: str = "device"
-                     ) -> dict[str, Any]:
+                     title: str = "", run_sender: str | None = None, run_captured_at: str = "device",
+                     user_rate_bps: float | None = None) -> dict[str, Any]:
     """A reproduce case's ``against`` entry: {"capture", "comparison", "plots"}.
 
     The user's capture is analysed as ``inspect --device --conn`` would; the run's capture with its
     device, read with the run's recorded analysis (and its captured_at) when a result.json beside it
     names it, else as taken at ``run_captured_at``. ``run_sender`` picks the direction of a two-way run.
-    The overlay plots go into out_dir.
+    The overlay plots go into out_dir. ``user_rate_bps``, the rate of the user's link where known (the report's),
+    lets the user's verdict test for link-limited as the run's does.
     """
-    theirs = load_capture(user_capture, device_ip=user_device, conn=user_stream)
+    theirs = load_capture(user_capture, device_ip=user_device, conn=user_stream, link_rate_bps=user_rate_bps)
     run_capture = Path(run_capture)
     result = _beside(run_capture)
     if result is not None and (run_device is None or result.get("device") == run_device):

@@ -11,12 +11,15 @@ import tempfile
 from pathlib import Path
 
 from harness.analysis import format_table, load_capture
-from harness.analysis.plots import plot_capture
+from harness.analysis.against import compare_summaries, load_against
+from harness.analysis.against import format_comparison as format_capture_comparison
+from harness.analysis.plots import plot_capture, plot_overlay
 from harness.cli.bisect import add_bisect_parser
 from harness.cli.firmware_args import add_firmware_args, firmware_configuration
 from harness.cli.fuzz import add_fuzz_parser, add_replay_parser
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, rate_arg, size_arg
 from harness.cli.medium import add_medium_parser
+from harness.cli.report import add_report_parser
 from harness.cli.sweep import add_sweep_parser, add_tune_parser
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
@@ -40,6 +43,7 @@ from harness.studies.baseline import (
 )
 from harness.studies.calibrate import calibrate, format_calibration
 from harness.studies.compare import compare, format_comparison
+from harness.studies.report_file import report_names
 from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
 from harness.studies.run import Configuration, RunPlan, RunResult, risk_text
@@ -93,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rx-overflow", choices=("hold", "drop"),
                      help="a frame the NIC cannot take when due: the link holds it or drops it "
                           "(default: the platform's [nic] rx_overflow)")
+    run.add_argument("--capture-at", choices=("device", "peer"), default="device",
+                     help="where the capture is taken: the device's side of the link, or the peer's (the PC's), "
+                          "where frames the link drops toward the device still show (default device)")
     run.add_argument("--workload", default="rx", choices=WORKLOADS)
     run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
     run.add_argument("--minutes", type=float, default=None, metavar="M",
@@ -149,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.set_defaults(func=cmd_compare, configurations=None, shared=None)
 
     repro = sub.add_parser("reproduce", help="reproduce a report end to end and print its table")
-    repro.add_argument("report", nargs="?", default="openmv-n6", help="report name (default openmv-n6)")
+    repro.add_argument("report", nargs="?", default="openmv-n6", metavar="NAME_OR_PATH",
+                       help=f"a shipped report's name ({', '.join(report_names())}; default openmv-n6) or the path "
+                            "of your report file (PATH.toml; netrepro report new / from-capture write one)")
     repro.add_argument("--repeats", type=int, default=None, help="runs per case (default: the report's)")
     repro.add_argument("--seconds", type=float, default=None, help="seconds per run (default: the report's)")
     repro.add_argument("--case", action="append", default=None, help="run only this case (repeatable)")
@@ -167,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="runs per case at each end of a range (default 1)")
     repro.set_defaults(func=cmd_reproduce)
 
+    add_report_parser(sub)
     add_bisect_parser(sub)
     add_medium_parser(sub)
     add_sweep_parser(sub)
@@ -194,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="where the capture was taken (default: judged from the timing)")
     inspect.add_argument("--json", action="store_true")
     inspect.add_argument("--plot", type=Path, default=None, metavar="DIR", help="write PNG and SVG plots here")
+    inspect.add_argument("--against", type=Path, default=None, metavar="RUN_OR_CAPTURE",
+                         help="compare with a netrepro run folder (or another capture): the two side by side in "
+                              "place of the table; with --plot also the two overlaid")
     inspect.set_defaults(func=cmd_inspect)
     return parser
 
@@ -267,12 +280,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     rate = parse_rate(args.rate) if args.rate else None
     analysis = load_capture(args.capture, device_ip=args.device, conn=args.conn, link_rate_bps=rate,
                             captured_at=args.captured_at)
-    if args.json:
+    overlays: list[Path] = []
+    if args.against is not None:  # the comparison is what was asked for: it takes the one-capture table's place
+        other = load_against(args.against, sender=analysis.sender)
+        comparison = compare_summaries(analysis.to_summary(), other.summary,
+                                       ours_label="netrepro" if other.run_dir else "other capture")
+        print(json.dumps(comparison.as_dict(), indent=2) if args.json else format_capture_comparison(comparison))
+        if args.plot:
+            overlays = plot_overlay(analysis, other.analysis(), args.plot, f"{args.capture.name} vs "
+                                    f"{args.against.name}", comparison.theirs.label, comparison.ours.label)
+    elif args.json:
         print(json.dumps(analysis.summary(), indent=2))
     else:
         print(format_table(analysis))
     if args.plot:
-        for path in plot_capture(analysis, args.plot, title=args.capture.name):
+        for path in plot_capture(analysis, args.plot, title=args.capture.name) + overlays:
             print(f"plot: {path}", file=sys.stderr)
     return 0
 
@@ -335,7 +357,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 f"{baseline.get('link_name') or 'direct'}, workload {baseline['workload']['name']}")
     plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), link, workload,
                    boot_timeout=args.timeout, time=platform.time(time_choice(args)),
-                   check_alive=args.minutes is not None)
+                   check_alive=args.minutes is not None, capture_at=args.capture_at)
     run_dir = make_run_dir(args.out, platform.name, profile.name)
     try:
         result = plan.execute(run_dir, progress)
@@ -412,7 +434,8 @@ def format_result(result: RunResult) -> str:
     analysis = result.analysis
     if analysis and analysis.verdict:
         window = analysis.device_window
-        lines.append(f"  capture  device MSS {analysis.device_mss}, window {window.median} "
+        side = " (at the peer's side)" if result.captured_at == "peer" else ""
+        lines.append(f"  capture{side}  device MSS {analysis.device_mss}, window {window.median} "
                      f"(min {window.min}, max {window.max}), RTT {analysis.rtt_ms} ms, "
                      f"bound {analysis.bound_mbps} Mbit/s")
         lines.append(f"  verdict  {analysis.verdict}: {analysis.verdict_reason}")

@@ -35,10 +35,13 @@ DCF's channel access, fair turns, and an optional frame error rate with MAC retr
 defaults are 802.11n at 2.4 GHz, each with its source in settings.py).
 
 Everything else is per direction: ``to_device`` is peer -> device, ``to_peer`` device -> peer.
-The capture is taken at the device side of the link: device -> peer frames are stamped
-when they arrive from the device, peer -> device frames when they are handed to it.
-Dropped frames are in the drops log, not in the capture (except a device -> peer frame
-that the peer socket could not take, which only the test socket mode can produce).
+The capture is taken at the device side of the link by default: device -> peer frames are
+stamped when they arrive from the device, peer -> device frames when they are handed to it.
+Dropped frames are in the drops log, not in the capture (except a device -> peer frame lost
+later, on the shared medium's air or because the peer socket could not take it, which only the
+test socket mode can produce). ``Link(capture_at="peer")`` takes it at the peer side instead, as
+a capture on the PC would: every peer -> device frame when it arrives from the peer (one the
+link then drops too), device -> peer frames when they are handed to the peer.
 
 Units follow tc's conventions (see ``parse_time``, ``parse_rate``, ``parse_size``,
 ``parse_percent``).
@@ -48,7 +51,7 @@ JSON key and C key, declared once), spec (Direction and LinkSpec, presets and ov
 process (the Link process), counters (its stats), capture (reading its pcap and drops log).
 """
 
-from harness.link.capture import read_drops, read_pcap, read_pcap_ns
+from harness.link.capture import CAPTURE_SIDES, capture_side, read_drops, read_pcap, read_pcap_ns
 from harness.link.counters import DROP_REASONS, BoardClockCounters, DirectionCounters, LinkCounters
 from harness.link.process import LINK_SOURCE, SUN_PATH_MAX, Link, link_binary
 from harness.link.settings import OVERFLOW_MODES, SETTINGS, Setting
@@ -66,6 +69,7 @@ from harness.link.units import (
 )
 
 __all__ = [
+    "CAPTURE_SIDES",
     "DROP_KINDS",
     "DROP_REASONS",
     "LINK_SOURCE",
@@ -79,6 +83,7 @@ __all__ = [
     "LinkCounters",
     "LinkSpec",
     "Setting",
+    "capture_side",
     "link_binary",
     "parse_count",
     "parse_drop_list",

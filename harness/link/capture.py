@@ -10,6 +10,16 @@ from typing import Any
 from harness.core.errors import NetreproError
 
 _MICRO, _NANO = 0xA1B2C3D4, 0xA1B23C4D  # classic pcap's magic numbers for µs and ns timestamps
+# The sides of the link a capture can be taken at (netrepro_link.c, "Capture:"): "device" as a capture on the
+# board would see the link, "peer" as one on the PC beside it, where a user's own capture usually comes from.
+CAPTURE_SIDES = ("device", "peer")
+
+
+def capture_side(side: str) -> str:
+    """`side` if the link can take its capture there, else a one-line error."""
+    if side not in CAPTURE_SIDES:
+        raise NetreproError(f"capture_at {side!r} is not a side of the link", f"give one of {', '.join(CAPTURE_SIDES)}")
+    return side
 
 
 def read_drops(path: Path) -> list[dict[str, Any]]:

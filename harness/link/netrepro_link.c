@@ -45,13 +45,19 @@
  * then limits what the socket toward the device holds unread to N full-size frames (through
  * SO_SNDBUF), the NIC's FIFO, instead of the kernel's max_dgram_qlen (11).
  *
- * Capture: classic pcap, nanosecond magic, linktype Ethernet, timestamps at the
- * device side (device -> peer frames when they arrive from the device socket,
- * peer -> device frames when they are handed to the device socket).  Timestamps are
- * CLOCK_MONOTONIC offset to the wall clock once at start, so they never step.
- * Dropped frames go to the drops log (JSON lines) instead; the one exception is a
- * device -> peer frame that the peer side cannot take when it is due ("unreachable",
- * possible in the socket mode only): it was captured on arrival and is in both.
+ * Capture: classic pcap, nanosecond magic, linktype Ethernet, taken at one side of the
+ * link (--capture-at).  Timestamps are CLOCK_MONOTONIC offset to the wall clock once at
+ * start, so they never step.  Dropped frames go to the drops log (JSON lines).
+ *   device (the default): device -> peer frames when they arrive from the device socket,
+ *     if the loss models and the queue let them onto the link; peer -> device frames
+ *     when they are handed to the device socket.  A dropped frame is in the drops log
+ *     only, except a device -> peer frame lost later: on the air ("air"), or one the peer
+ *     side cannot take when it is due ("unreachable", the socket mode only): it was
+ *     captured on arrival and is in both.
+ *   peer, as a capture on the PC beside a real board sees the link: peer -> device frames
+ *     when they arrive from the peer (tap or socket), every one of them, so a frame the
+ *     link then drops is in both the capture and the drops log; device -> peer frames when
+ *     they are handed to the peer, so one lost on the way is in the drops log only.
  *
  * Timing: CLOCK_MONOTONIC, ppoll with nanosecond timeouts, timer slack 1 ns, and an
  * adaptive, CPU-budgeted spin for the last microseconds before a deadline (the
@@ -1039,11 +1045,12 @@ static void pcap_open(const char *path)
 }
 
 /*
- * The capture in time order.  A frame from the device read late carries the link time the kernel
- * stamped it with, which can be before frames already handed to the device: records wait here
- * for PCAP_HOLD_NS of link time, sorted, before they are written, so that each keeps its own
- * stamp.  (Moving a late one up to the last stamp written, as this once did, made the device's
- * ACKs look later than they left it and the capture's RTT up to 0.6 ms short of the link's.)
+ * The capture in time order.  A frame read late (from the device, or from the peer at the peer
+ * side) carries the link time the kernel stamped it with, which can be before frames already
+ * handed to the other side: records wait here for PCAP_HOLD_NS of link time, sorted, before they
+ * are written, so that each keeps its own stamp.  (Moving a late one up to the last stamp written,
+ * as this once did, made the device's ACKs look later than they left it and the capture's RTT up
+ * to 0.6 ms short of the link's.)
  */
 #define PCAP_HOLD_NS 200000000 /* > the longest a frame is left unread (20 ms) and the age accepted (50 ms) */
 struct pcap_record {
@@ -1054,6 +1061,7 @@ struct pcap_record {
 static struct pcap_record **g_pend;
 static size_t g_pend_head, g_pend_n, g_pend_cap; /* g_pend[g_pend_head .. g_pend_n) wait, in time order */
 static ns_t g_pcap_written;                      /* the stamp of the last record written */
+static int g_capture_at_peer;                    /* --capture-at peer (else the device side) */
 
 static void pcap_emit(const struct pcap_record *r)
 {
@@ -1686,6 +1694,8 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     d->frames_in++;
     d->bytes_in += len;
     uint64_t n = d->frames_in;
+    if (g_capture_at_peer && d->id == TO_DEVICE)
+        pcap_write(now + g_t0, data, len); /* peer side: all the peer sent, the frames the link loses too */
 
     /* classify for the drop list */
     struct pinfo p;
@@ -1755,7 +1765,7 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     memcpy(f->data, data, len);
     if (g_air.on) {
         air_admit(d, f);
-        if (d->id == TO_PEER)
+        if (!g_capture_at_peer && d->id == TO_PEER)
             pcap_write(now + g_t0, data, len); /* device side: stamped on arrival from the device */
         return;
     }
@@ -1784,7 +1794,7 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     f->order = d->order++;
     heap_push(d, f);
 
-    if (d->id == TO_PEER)
+    if (!g_capture_at_peer && d->id == TO_PEER)
         pcap_write(now + g_t0, data, len); /* device side: stamped on arrival from the device */
 }
 
@@ -1838,8 +1848,9 @@ static void dir_deliver(struct dir *d, ns_t now)
                 d->late_max_ns = late;
             if (late > 100000 * g_dilation)
                 d->late_over_100us++;
-            if (d->id == TO_DEVICE)
-                pcap_write(t + g_t0, f->data, f->len); /* device side: stamped when handed to the device */
+            /* stamped when handed over: to the device for a device-side capture, to the peer for a peer-side one */
+            if (d->id == (g_capture_at_peer ? TO_PEER : TO_DEVICE))
+                pcap_write(t + g_t0, f->data, f->len);
         } else {
             count_drop(d, t, r == 1 ? R_DEVICE_FULL : R_UNREACHABLE, f->n, f->data, f->len);
         }
@@ -2244,6 +2255,8 @@ static void help(void)
          "                     [--board-clock PATH] (listen here for the board's clock, a byte per tick:\n"
          "                                           link time then follows the board, not the wall)\n"
          "                     [--board-clock-per-ms N] (the board's clock ticks N times a board ms; default 1)\n"
+         "                     [--capture-at device|peer] (the side of the link the capture is taken at;\n"
+         "                                           default device)\n"
          "                     [--no-defer] [--hold-capture-mib N] [--die-with-parent] [--LINK-WIDE-KEY VALUE]");
     printf("link-wide keys:%s\n"
            "SPEC: key=value,key=value,... (a list continues after a comma: drop=data:3,syn:1) with the keys:\n"
@@ -2317,7 +2330,11 @@ int main(int argc, char **argv)
             spec_peer = val;
         else if (FLAG("--pcap"))
             pcap_path = val;
-        else if (FLAG("--drops"))
+        else if (FLAG("--capture-at")) {
+            if (strcmp(val, "device") && strcmp(val, "peer"))
+                usage_error("--capture-at: bad value '%s' (device or peer)", val);
+            g_capture_at_peer = !strcmp(val, "peer");
+        } else if (FLAG("--drops"))
             drops_path = val;
         else if (FLAG("--stats"))
             g_stats_path = val;

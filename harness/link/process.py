@@ -23,6 +23,7 @@ from harness.core.errors import NetreproError
 from harness.core.native import build_tool
 from harness.core.process import Stopped, kill_now, spawn
 from harness.core.process import stop as stop_child
+from harness.link.capture import capture_side
 from harness.link.counters import LinkCounters
 from harness.link.settings import LINK_SETTINGS, c_defines
 from harness.link.spec import LinkSpec
@@ -67,6 +68,10 @@ class Link:
     The link dies with the thread that started it (PR_SET_PDEATHSIG): start it from a
     thread that lives as long as the run.
 
+    ``capture_at`` is the side of the link the capture is taken at: "device" (the default) or
+    "peer", where a user's own capture beside a real board is usually taken (netrepro_link.c,
+    "Capture:", says which frames each side sees and when it stamps them).
+
     Files in run_dir: capture.pcap, drops.jsonl, link-stats.json, link.log (stderr).
     """
 
@@ -90,6 +95,7 @@ class Link:
         board_clock: str | Path | None = None,
         board_clock_per_ms: int = 1,
         extra_args: Sequence[str] = (),
+        capture_at: str = "device",
     ) -> None:
         if (tap is None) == (peer_sock is None or peer_remote is None):
             raise NetreproError(
@@ -112,6 +118,7 @@ class Link:
         self.board_clock = Path(board_clock) if board_clock is not None else None  # the board's tick socket
         self.board_clock_per_ms = board_clock_per_ms  # its ticks a board ms
         self.extra_args = list(extra_args)
+        self.capture_at = capture_side(capture_at)
         self.proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
         self.counters_at_stop: LinkCounters | None = None
@@ -149,6 +156,7 @@ class Link:
             "--to-device", self.spec.to_device.cli(),
             "--to-peer", self.spec.to_peer.cli(),
             "--pcap", str(self.pcap_path),
+            "--capture-at", self.capture_at,
             "--drops", str(self.drops_path),
             "--stats", str(self.stats_path),
             "--die-with-parent",

@@ -133,12 +133,12 @@ class Netrepro:
 
     def capture(self, result: RunResult) -> CaptureAnalysis:
         """The run's capture, analysed, with the expect_* assertion helpers."""
-        return load_capture(result.capture, device_ip=result.device, captured_at="device",
+        return load_capture(result.capture, device_ip=result.device, captured_at=result.captured_at,
                             link_rate_bps=data_rate_bps(result), device_busy=device_busy(result))
 
     def reproduce(self, report: str, cases: list[str] | None = None, repeats: int | None = None,
                   seconds: float | None = None, time: str | None = None) -> dict[str, dict[str, Any]]:
-        """Cases of a report (reports/<name>.toml), by case name."""
+        """Cases of a report (a shipped report's name, or the path of any report file), by case name."""
         document = reproduce(report, out=self.runs_root, repeats=repeats, seconds=seconds, only=cases,
                              lwip_tree_path=str(self.tree), time=TimeChoice(time or self.time_mode))
         self.run_dirs.append(Path(document["run_dir"]))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import BoardClockCounters, Link, LinkCounters, LinkSpec, parse_rate
+from harness.link import BoardClockCounters, Link, LinkCounters, LinkSpec, capture_side, parse_rate
 from harness.rig.build import Firmware
 from harness.rig.console import Console
 from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS, LAG_ALLOWANCE, DeviceTime
@@ -42,11 +42,13 @@ def _mkdir(path: Path) -> Path:
 
 
 class Session:
-    """Namespace + link + board for one run; a context manager that leaves nothing behind."""
+    """Namespace + link + board for one run; a context manager that leaves nothing behind.
+
+    `capture_at` is the side of the link its capture is taken at, "device" or "peer" (harness.link.Link)."""
 
     def __init__(self, platform: Platform, firmware: Firmware, run_dir: Path, link_spec: LinkSpec,
                  addresses: Addresses | None = None, progress: Progress | None = None,
-                 boot_timeout: float = 60.0, time: DeviceTime | None = None) -> None:
+                 boot_timeout: float = 60.0, time: DeviceTime | None = None, capture_at: str = "device") -> None:
         self.platform = platform
         self.firmware = firmware
         self.run_dir = run_dir
@@ -56,6 +58,7 @@ class Session:
         self.progress = progress or Progress(quiet=True)
         self.boot_timeout = boot_timeout
         self.time = time or DeviceTime("host")
+        self.capture_at = capture_side(capture_at)
         self.sock_dir: Path | None = None
         self.namespace: Namespace | None = None
         self.link: Link | None = None
@@ -100,7 +103,8 @@ class Session:
         self.link = Link(self.link_run, device_sock=nic.remote,
                          device_remote=nic.local, run_dir=self.run_dir,
                          tap=TAP_NAME, prefix=self.namespace.prefix(), dilation=self.time.dilation,
-                         board_clock=nic.clock, board_clock_per_ms=CLOCK_SUBTICKS_PER_MS, **priority)
+                         board_clock=nic.clock, board_clock_per_ms=CLOCK_SUBTICKS_PER_MS,
+                         capture_at=self.capture_at, **priority)
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "

@@ -48,6 +48,8 @@ class CaseResult:
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
     run_dirs: list[str] = field(default_factory=list)
+    median_run_dir: str | None = None        # the run that speaks for the case (its figure is the median)
+    against: dict[str, Any] | None = None    # the user's capture beside the median run's (a case with a capture)
     error: str | None = None                 # the first failure's message
     runs_failed: int = 0                     # runs that raised or gave no figure for this case's direction
 
@@ -77,6 +79,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.median_mbps = round(statistics.median(figures), 2)
     result.min_mbps, result.max_mbps = round(min(figures), 2), round(max(figures), 2)
     middle = sorted(measured, key=lambda fr: fr[0])[len(measured) // 2][1]  # the median run speaks for the case
+    result.median_run_dir = middle.run_dir
     rate = data_rate_bps(middle, result.direction)
     analysis = middle.analysis if result.direction is None else _direction_analysis(middle, result.direction, rate)
     analysis = analysis or AnalysisSummary(verdict=None)
@@ -136,7 +139,7 @@ def _median_of(values: list[float | None]) -> float | None:
 def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> AnalysisSummary:
     """The analysis of the one connection of a two-way run that carried this direction's data."""
     try:
-        return load_capture(run.capture, device_ip=run.device, link_rate_bps=rate, captured_at="device",
+        return load_capture(run.capture, device_ip=run.device, link_rate_bps=rate, captured_at=run.captured_at,
                             sender="device" if direction == "tx" else "peer", device_busy=device_busy(run)).to_summary()
     except NetreproError as exc:
         return AnalysisSummary(verdict=None, verdict_reason=str(exc))

@@ -266,7 +266,7 @@ def _case_plots(index: int, case: dict[str, Any]) -> str:
                        f"{svg or NO_PLOT}</figure>")
     reason = case.get("verdict_reason")
     verdict = f"{_text(case.get('verdict'))}: {_text(reason)}" if reason else None
-    beside = f"; <a href=\"#against-{index}\">beside your capture</a>" if "against" in case else ""
+    beside = f"; <a href=\"#against-{index}\">beside your capture</a>" if case.get("against") else ""
     return (f"<h3 id=\"case-{index}\">{escape(_text(case.get('case')))}</h3>"
             f"<p class=\"small\">{escape(facts)}; {where}{beside}</p>"
             + (f"<p class=\"small\">{escape(verdict)}</p>" if verdict else "")
@@ -308,7 +308,7 @@ AGAINST_PLOTS = {"against-timeseq": "time / sequence, both captures",
 def _against_sections(cases: list[dict[str, Any]]) -> list[str]:
     """A section per case whose row has `against`: the user's capture beside the case's run (the
     comparison's table, its notes and the overlay plots); none when no case has one."""
-    sections = [_against(i, c) for i, c in enumerate(cases) if "against" in c]
+    sections = [_against(i, c) for i, c in enumerate(cases) if c.get("against")]
     return ["<h2>Your captures beside netrepro's</h2>", *sections] if sections else []
 
 
@@ -318,7 +318,8 @@ def _against(index: int, case: dict[str, Any]) -> str:
             f"<p class=\"small\">your capture <code>{escape(_text(against.get('capture')))}</code></p>")
     comparison = _comparison(against.get("comparison"))
     if comparison is None:
-        return head + "<p class=\"small\">comparison: not listed</p>" + _against_plots(index, against)
+        why = escape(_text(against.get("error") or "not listed"))  # reproduce says why it could not compare
+        return head + f"<p class=\"small\">comparison: {why}</p>" + _against_plots(index, against)
     return head + _comparison_table(comparison) + _comparison_notes(comparison) + _against_plots(index, against)
 
 

@@ -225,7 +225,8 @@ def case_against(capture: dict[str, Any], result: CaseResult) -> dict[str, Any]:
     try:
         return against_document(capture["file"], capture.get("device"), capture.get("stream"),
                                 run_dir / "capture.pcap", None, run_dir / "against",
-                                title=f"{result.case}: your capture and netrepro's", run_sender=sender)
+                                title=f"{result.case}: your capture and netrepro's", run_sender=sender,
+                                user_rate_bps=result.link_mbps * 1e6 if result.link_mbps else None)
     except NetreproError as exc:
         return {"capture": capture["file"], "error": str(exc), "plots": []}
 

@@ -17,7 +17,7 @@ from harness.analysis import AnalysisSummary, CaptureAnalysis, load_capture
 from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import SETTINGS, LinkSpec
+from harness.link import SETTINGS, LinkSpec, capture_side
 from harness.link.air import saturated_rate_bps
 from harness.link.counters import LinkCounters
 from harness.rig.build import Firmware, build_firmware
@@ -77,6 +77,7 @@ class RunResult:
     boot_seconds: float | None = None
     analysis: AnalysisSummary | None = None       # the capture's analysis, once the run finished
     plots: list[str] = field(default_factory=list)
+    captured_at: str = "device"  # the side of the link `capture` was taken at (a result.json without it: device)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
     def record(self, transfers: list[Transfer], two_way: bool = False) -> None:
@@ -147,6 +148,10 @@ class RunPlan:
     boot_timeout: float = 60.0
     time: DeviceTime = field(default_factory=lambda: DeviceTime("host"))
     check_alive: bool = False  # a soak: at the end, does the board still answer its console and a ping?
+    capture_at: str = "device"  # the side of the link the capture is taken at: "device" or "peer"
+
+    def __post_init__(self) -> None:
+        capture_side(self.capture_at)  # a bad side fails before anything is built or booted
 
     def execute(self, run_dir: Path, progress: Progress | None = None) -> RunResult:
         """Run the workload on a freshly booted board and analyse its capture; the result is saved even when
@@ -163,12 +168,13 @@ class RunPlan:
         """Run the workload on a freshly booted board; the result is saved (unanalysed) even when the run fails."""
         progress = progress or Progress(quiet=True)
         rig = Session(self.platform, self.firmware, run_dir, self.link, progress=progress,
-                      boot_timeout=self.boot_timeout, time=self.time)
+                      boot_timeout=self.boot_timeout, time=self.time, capture_at=self.capture_at)
         result = RunResult(platform=self.platform.name, profile=self.firmware.profile.name,
                            lwip_version=self.firmware.lwip_version, link=rig.link_run.as_dict(),
                            workload=self.workload.describe(), run_dir=str(run_dir),
                            capture=str(run_dir / "capture.pcap"), console_log=str(run_dir / "console.log"),
-                           device=rig.addresses.device, stand_ins=list(self.firmware.stand_ins),
+                           device=rig.addresses.device, captured_at=self.capture_at,
+                           stand_ins=list(self.firmware.stand_ins),
                            build_warnings=list(self.firmware.warnings), apps=list(self.firmware.apps),
                            lwip_ram=self.firmware.lwip_ram.summary() if self.firmware.lwip_ram else {})
         (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
@@ -392,7 +398,7 @@ def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: 
 def analyse_run(result: RunResult) -> CaptureAnalysis:
     """Add the capture's analysis and plots to the result of a finished run."""
     analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=data_rate_bps(result),
-                            captured_at="device", device_busy=device_busy(result))
+                            captured_at=result.captured_at, device_busy=device_busy(result))
     result.analysis = analysis.to_summary()
     _cost_per_segment(result)
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
