@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sybil import Document, Example, Region
 from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
@@ -421,11 +422,19 @@ def run_commands(block: Block) -> str | None:
     return None
 
 
+def verbatim_in(source: str, text: str) -> bool:
+    """The block's lines stand in the text as they are, or all indented alike (a fenced block's common
+    indentation is not part of its source)."""
+    lines = source.splitlines(keepends=True)
+    return any("".join(" " * indent + line if line.strip() else line for line in lines) in text
+               for indent in range(9))
+
+
 def check_stored(block: Block) -> str | None:
     stored = ROOT / block.stored
     if not stored.is_file():
         return f"{block.stored} does not exist"
-    if block.source not in stored.read_text():
+    if not verbatim_in(block.source, stored.read_text()):
         return f"the block is not verbatim in {block.stored}: copy the table from there (or rerun it)"
     if block.shape is None:
         return None
@@ -466,3 +475,9 @@ def evaluate(example: Example) -> str | None:
 
 def examples_of_kind(examples: Iterable[Example], kind: str) -> list[Example]:
     return [e for e in examples if e.parsed.kind == kind]
+
+
+def example_param(example: Example) -> Any:
+    """An example as a pytest parameter: marked real when it runs anything, named by its line and kind."""
+    marks = [pytest.mark.real] if example.parsed.runs_anything() else []
+    return pytest.param(example, marks=marks, id=example.parsed.title)

@@ -4,7 +4,7 @@ would type it there (the same machinery as the README's: tests/readme_examples.p
 from __future__ import annotations
 
 import pytest
-from readme_examples import ROOT, WORKSPACE, fenced_block_count, readme_examples
+from readme_examples import ROOT, WORKSPACE, example_param, fenced_block_count, readme_examples
 
 DOC = ROOT / "docs" / "writing-a-report.md"
 EXAMPLES = readme_examples(DOC)
@@ -17,12 +17,7 @@ def workspace():
     WORKSPACE.close()
 
 
-def _param(example):
-    marks = [pytest.mark.real] if example.parsed.runs_anything() else []
-    return pytest.param(example, marks=marks, id=example.parsed.title)
-
-
-@pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES])
+@pytest.mark.parametrize("example", [example_param(e) for e in EXAMPLES])
 def test_doc_example(example):
     try:
         example.evaluate()

@@ -17,6 +17,7 @@ from readme_examples import (
     ROOT,
     WORKSPACE,
     compare_shape,
+    example_param,
     fenced_block_count,
     make_block,
     parse_text,
@@ -37,12 +38,7 @@ def workspace():
     WORKSPACE.close()
 
 
-def _param(example):
-    marks = [pytest.mark.real] if example.parsed.runs_anything() else []
-    return pytest.param(example, marks=marks, id=example.parsed.title)
-
-
-@pytest.mark.parametrize("example", [_param(e) for e in EXAMPLES if e.parsed.kind != "pytest"])
+@pytest.mark.parametrize("example", [example_param(e) for e in EXAMPLES if e.parsed.kind != "pytest"])
 def test_readme_example(example):
     try:
         example.evaluate()

@@ -19,7 +19,6 @@ The estimated rate goes to the analysis as the link's rate, so its verdict can t
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import os
 import statistics
@@ -34,6 +33,7 @@ from harness.analysis.facts import Facts, measure
 from harness.analysis.frames import ACK, RST, SYN, Connection, Endpoint, Segment, segments, select_connection
 from harness.analysis.summary import AnalysisSummary
 from harness.analysis.verdict import judge
+from harness.core.cache import file_sha256
 from harness.core.errors import NetreproError
 from harness.core.ethernet import MAX_FRAME, wire_bytes
 
@@ -354,14 +354,6 @@ def data_loss(segs: Sequence[Segment], sender: int, capture_near: int) -> float 
 # ------------------------------------------------------------------ the capture, read
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _rows(path: Path) -> list[Row]:
     """tshark's rows of the whole file; a file cut short is an error (a report must not rest on part of it)."""
     check_capture_file(path)
@@ -434,7 +426,7 @@ def _reading(file: Path, given: str, facts: Facts, segs: Sequence[Segment], side
     scaling = {"negotiated": True, "not negotiated": False}.get(summary.window_scaling)
     windows = [w for w in (summary.device_window.max, summary.syn_window.device) if w is not None]
     return CaptureReading(
-        file=given, name=file.name, sha256=_sha256(file), frames=summary.frames,
+        file=given, name=file.name, sha256=file_sha256(file), frames=summary.frames,
         frames_used=(segs[0].num, segs[-1].num), stream=summary.conn or 0, device=connection.device.ip,
         device_identified_by=identified_by, peer=connection.peer.ip,
         direction="rx" if connection.sender == "peer" else "tx", captured_at=summary.capture_near or "device",

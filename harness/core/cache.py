@@ -28,6 +28,15 @@ def content_hash(files: Iterable[Path], extra: Iterable[str] = ()) -> str:
     return digest.hexdigest()[:16]
 
 
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, as `sha256sum` prints it (a report names the capture it was measured from by it)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def tree_files(root: Path, suffixes: tuple[str, ...] = (".c", ".h", ".S", ".ld", ".mk")) -> list[Path]:
     """Every source file under root that a build could read."""
     names = {"Makefile"}

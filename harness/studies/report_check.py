@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import re
 import tomllib
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import Any
 
 import jsonschema
 
+from harness.core.cache import file_sha256
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec
 from harness.rig.platform import Platform, load_platform
@@ -435,14 +435,6 @@ def case_firmware(report: dict[str, Any], case: dict[str, Any], folder: Path) ->
             "sources": [str(resolve_path(p, folder)) for p in given("sources") or []],
             "stub_headers": list(given("stub_headers") or []),
             "lwip_tree": str(resolve_path(tree, folder)) if tree else None}
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def errors_of(problems: list[Problem]) -> Iterator[Problem]:
