@@ -56,6 +56,24 @@ static const struct option_value options[] = {
   OPT(ETH_PAD_SIZE),
   OPT(MEM_ALIGNMENT),
   OPT(LWIP_STATS),
+#if !NO_SYS
+  /* NO_SYS 0 only (a board with the kernel): the thread-based APIs and what
+     sizes lwIP's threads and mailboxes. */
+  OPT(LWIP_SOCKET),
+  OPT(LWIP_NETCONN),
+  OPT(LWIP_NETIF_API),
+  OPT(LWIP_TCPIP_CORE_LOCKING),
+  OPT(TCPIP_MBOX_SIZE),
+  OPT(TCPIP_THREAD_PRIO),
+  OPT(TCPIP_THREAD_STACKSIZE),
+  OPT(DEFAULT_THREAD_PRIO),
+  OPT(DEFAULT_THREAD_STACKSIZE),
+  OPT(DEFAULT_TCP_RECVMBOX_SIZE),
+  OPT(DEFAULT_UDP_RECVMBOX_SIZE),
+  OPT(DEFAULT_ACCEPTMBOX_SIZE),
+  OPT(NR_NIC_RX_THREAD),
+  OPT(NR_NIC_RX_THREAD_PRIO),
+#endif
 };
 
 static const char *const forced[] = {

@@ -53,6 +53,11 @@
  * (full); the rest were not the heap's (TCP_SND_QUEUELEN, the segment pool).
  * heap_free and heap_largest_free are the heap's at the first wait.
  */
+#include "lwip/opt.h"
+
+/* With sockets in a NO_SYS 0 build, sockbench_socket.c is the benchmark. */
+#if NO_SYS || !LWIP_SOCKET
+
 #include <string.h>
 
 #include "lwip/pbuf.h"
@@ -512,3 +517,5 @@ const struct nr_app nr_app_sockbench = {
   "[-d us] - MicroPython-style socket benchmark",
   cmd_sock, NULL, sockbench_poll,
 };
+
+#endif /* NO_SYS || !LWIP_SOCKET */

@@ -44,6 +44,14 @@ int nic_work_pending(void);
 
 void nic_irq_handler(void);
 
+#if !NO_SYS
+/* NO_SYS 0 (apps/nic_thread.c): the driver's interrupt handler calls this
+   once it has flagged work, to wake the receive thread that runs nic_poll();
+   the driver hands frames to netif->input (tcpip_input) from that thread and
+   changes the link state through the tcpip thread. */
+void nic_rx_wake_from_isr(void);
+#endif
+
 const struct nic_stats *nic_get_stats(void);
 
 /* Buffers the driver holds of its own (not lwIP's pbufs, which the pools

@@ -510,6 +510,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
             console = engine.start(timeout=args.timeout)
             options = console.opts()
             forced = console.forced_options()
+            threads = console.threads()
             banner_line = (f"netrepro firmware board={console.banner.board} nic={console.banner.nic} "
                            f"lwip={console.banner.lwip} profile={console.banner.profile}")
         result = {"platform": platform.name, "profile": profile.name, "lwip_version": firmware.lwip_version,
@@ -517,7 +518,8 @@ def cmd_boot(args: argparse.Namespace) -> int:
                   "boot_seconds": round(console.boot_seconds or 0.0, 3), "banner": banner_line,
                   "options": options, "forced": forced, "stand_ins": list(firmware.stand_ins),
                   "warnings": list(firmware.warnings), "apps": list(firmware.apps),
-                  "lwip_ram": firmware.lwip_ram.summary() if firmware.lwip_ram else None}
+                  "lwip_ram": firmware.lwip_ram.summary() if firmware.lwip_ram else None,
+                  "threads": threads}
         ok = True
     finally:
         if ok:
@@ -539,6 +541,16 @@ def cmd_boot(args: argparse.Namespace) -> int:
             print(ram_line(firmware.lwip_ram.summary()))
         if forced:
             print(f"forced by the firmware's port (firmware/port/lwipopts.h): {', '.join(forced)}")
+        if threads:
+            for t in threads["threads"]:
+                print(f"  thread {t.get('name')}: prio {t.get('prio')}, "
+                      f"stack {t.get('stack_used')}/{t.get('stack')} B, "
+                      f"{t.get('switches')} switches, {t.get('run_us')} us run")
+            print("  " + " ".join(f"{k}={v}" for k, v in threads["totals"].items()))
+    if "NO_SYS" in forced:
+        # Only boards with netrepro's kernel (firmware/kernel, arch/<arch>/kernel_port.c) run NO_SYS 0.
+        print(f"netrepro: {platform.name} (board {platform.firmware['board']}) has no kernel yet: "
+              "the options file's NO_SYS 0 runs as NO_SYS 1", file=sys.stderr)
         for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
             print(line)
     return 0

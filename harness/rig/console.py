@@ -19,7 +19,7 @@ PROMPT = "netrepro> "
 BANNER = re.compile(r"netrepro firmware board=(\S+) nic=(\S+) lwip=(\S+) profile=(\S+)\r?\n")
 # Lines the firmware prints by itself when something finishes; they may land inside a command's output.
 _EVENT = re.compile(r"^(IPERF|DISCARD|SOCK|UDP) (.*)$")
-_FAULT = re.compile(r"FAULT[^\r\n]*")
+_FAULT = re.compile(r"\bFAULT[^\r\n]*")  # \b: not the DEFAULT_* options `opts` lists
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,25 @@ class Console:
             raise NetreproError(f"the firmware did not report its CPU load: {out.strip()[:80]!r}",
                                 "rebuild the firmware (its `cpu` command measures the core's load)")
         return dict(zip(("busy_ppm", "idle_us", "total_us"), map(int, match.groups()), strict=True))
+
+    def threads(self) -> dict[str, object] | None:
+        """The kernel's threads and the lwIP port's mailbox counters (a NO_SYS 0 firmware's `threads`,
+        firmware/apps/threads.c): {"threads": [{name, prio, ...}], "totals": {idle_us, mbox_full, ...}};
+        None for a firmware without the command (NO_SYS 1)."""
+        if not re.search(r"^threads ", self.command("help"), re.M):
+            return None
+        out = self.command("threads")
+        threads = []
+        totals: dict[str, int] = {}
+        for line in out.splitlines():
+            kind, _, rest = line.strip().partition(" ")
+            fields = dict(re.findall(r"(\w+)=(\S+)", rest))
+            values = {k: int(v) if v.isdigit() else v for k, v in fields.items()}
+            if kind == "THREAD":
+                threads.append(values)
+            elif kind == "THREADS":
+                totals = {k: v for k, v in values.items() if isinstance(v, int)}
+        return {"threads": threads, "totals": totals}
 
     def uptime_ms(self) -> int:
         """Milliseconds since boot, on the board's own clock."""

@@ -72,6 +72,9 @@ class RunResult:
     device_cpu: dict[str, float] | None = None  # the board's core over the workload: busy %, busy and total ms
     engine_clock: dict[str, float] | None = None  # simavr: how closely simulated time tracked the wall clock
     device_stats: dict[str, int] = field(default_factory=dict)
+    # NO_SYS 0: the kernel's threads and the port's mailbox counters before and after the workload
+    # (Console.threads(): {"before": ..., "after": ...}); None for a NO_SYS 1 firmware.
+    threads: dict[str, Any] | None = None
     leaks: LeakReport | None = None  # what the workload's connections did not give back (harness.rig.leaks)
     alive: dict[str, bool] | None = None  # a soak's end: the board answered its console, a ping (None: not asked)
     boot_seconds: float | None = None
@@ -188,6 +191,7 @@ class RunPlan:
                 start_board_services(rig, self.workload)
                 leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
                 clock = BoardClock.read(rig)
+                threads_before = rig.console.threads()
                 rig.console.cpu_load(reset=True)
                 transfers = run_workload(rig, self.workload)
                 workload_wall = (clock.wall_s, time.monotonic())
@@ -196,6 +200,8 @@ class RunPlan:
                 judged = clock.judge(rig, self.time)
                 result.time = judged.as_dict()
                 result.device_stats = rig.console.stats()
+                if threads_before is not None:
+                    result.threads = {"before": threads_before, "after": rig.console.threads()}
                 progress.step("leak check: waiting for the connections to close")
                 result.leaks = leak_check.finish()
                 if self.check_alive:

@@ -9,6 +9,9 @@
 #include "nr_board_tick.h"
 #include "board_defs.h"
 #include "cortex-m/regs.h"
+#if NR_KERNEL
+#include "nr_kernel.h"
+#endif
 
 void console_init(void);
 
@@ -32,6 +35,13 @@ static uint64_t idle_ns;
 void systick_handler(void)
 {
   nr_tick_advance(&tick);
+#if NR_KERNEL
+  /* The kernel's tick (firmware/kernel): once a board ms, so its sleeps and
+     timeouts follow the board's time. Built only with the kernel. */
+  if (tick.subtick == 0u) {
+    nr_kernel_tick();
+  }
+#endif
 }
 
 int board_clock_port(int on)

@@ -20,6 +20,7 @@ void fault_entry(void);
 void systick_handler(void);
 void console_uart_handler(void);
 void nic_irq_handler(void); /* the NIC driver's (nr_nic.h, kept free of lwIP here) */
+void nr_port_pendsv_handler(void); /* the kernel's context switch (kernel_port.c) */
 
 typedef void (*vector_t)(void);
 
@@ -34,6 +35,9 @@ const vector_t vector_table[NUM_VECTORS] = {
   [0] = (vector_t)__stack_top,
   [1] = reset_handler,
   [2 ... NUM_VECTORS - 1] = fault_entry,
+#if NR_KERNEL
+  [14] = nr_port_pendsv_handler, /* only in a firmware built with the kernel */
+#endif
   [15] = systick_handler,
   [16 + CONSOLE_UART_IRQ] = console_uart_handler,
   [16 + NIC_IRQ] = nic_irq_handler,

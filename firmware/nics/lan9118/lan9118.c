@@ -18,6 +18,9 @@
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include "netif/ethernet.h"
+#if !NO_SYS
+#include "lwip/tcpip.h"
+#endif
 
 #include "board_config.h"
 #include "nr_board.h"
@@ -127,6 +130,9 @@ void nic_irq_handler(void)
   REG(INT_EN) = 0; /* lowers the line until nic_poll() re-arms it */
   rx_pending = 1;
   stats.irqs++;
+#if !NO_SYS
+  nic_rx_wake_from_isr();
+#endif
 }
 
 int nic_work_pending(void)
@@ -257,6 +263,25 @@ static void rx_drain(struct netif *netif)
   /* Batch used up: stay masked and pending, the main loop comes back. */
 }
 
+#if !NO_SYS
+/* NO_SYS 0: nic_poll() runs in the receive thread, but the netif's link
+   state is lwIP core state, changed in the tcpip thread. */
+static void link_up_in_core(void *arg)
+{
+  netif_set_link_up((struct netif *)arg);
+}
+
+static void link_down_in_core(void *arg)
+{
+  netif_set_link_down((struct netif *)arg);
+}
+#define LINK_SET_UP(n)   ((void)tcpip_callback(link_up_in_core, (n)))
+#define LINK_SET_DOWN(n) ((void)tcpip_callback(link_down_in_core, (n)))
+#else
+#define LINK_SET_UP(n)   netif_set_link_up(n)
+#define LINK_SET_DOWN(n) netif_set_link_down(n)
+#endif
+
 static void link_poll(struct netif *netif)
 {
   uint32_t now = board_ms();
@@ -268,9 +293,9 @@ static void link_poll(struct netif *netif)
   next_link_poll = now + LINK_POLL_MS;
   up = phy_link_up();
   if (up && !netif_is_link_up(netif)) {
-    netif_set_link_up(netif);
+    LINK_SET_UP(netif);
   } else if (!up && netif_is_link_up(netif)) {
-    netif_set_link_down(netif);
+    LINK_SET_DOWN(netif);
   }
 }
 
