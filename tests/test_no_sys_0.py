@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.studies.run import busiest_thread
 from tests.conftest import netrepro_cli
 
 pytestmark = pytest.mark.real
@@ -92,6 +93,12 @@ def test_sock_rx_on_sockets_reaches_the_window_bound(tmp_path: Path, locking: in
     assert analysis["device_window"]["max"] == WINDOW
     assert result["throughput_mbps"] >= 0.9 * analysis["bound_mbps"], (result["throughput_mbps"], analysis)
     assert _mbox_full(result) == 0
+    cpu = result["threads"]["cpu"]
+    # The threads' run times between the two readings cover the workload's board time between them.
+    assert abs(sum(r["percent"] for r in cpu["threads"]) - 100) < 0.1
+    assert cpu["total_ms"] >= 0.9 * result["seconds"] * 1000, (cpu["total_ms"], result["seconds"])
+    assert cpu["switches"] > 0 and cpu["mbox_full"] == 0
+    assert busiest_thread(cpu)["name"] in {"tcpip_thread", "nic_rx", "sock"}
 
 
 def test_openmv_rt1060_runs_the_cube_file(tmp_path: Path) -> None:

@@ -73,6 +73,7 @@ static const struct option_value options[] = {
   OPT(DEFAULT_ACCEPTMBOX_SIZE),
   OPT(NR_NIC_RX_THREAD),
   OPT(NR_NIC_RX_THREAD_PRIO),
+  OPT(NR_APP_API),
 #endif
 };
 

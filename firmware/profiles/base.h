@@ -132,6 +132,24 @@
 #ifndef NR_NIC_RX_THREAD_STACKSIZE
 #define NR_NIC_RX_THREAD_STACKSIZE 1536
 #endif
+/* Which of lwIP's APIs the apps (sock, iperf) are written on in a NO_SYS 0
+   build: NR_APP_API_SOCKET (BSD sockets, lwip_socket/lwip_send/lwip_recv),
+   NR_APP_API_NETCONN (netconn_new/netconn_write/netconn_recv) or
+   NR_APP_API_RAW (the raw-API apps of a NO_SYS 1 build, run in the tcpip
+   thread). The default is the richest API the options file enables (a
+   NO_SYS 1 build has only the raw API and never reads this). */
+#define NR_APP_API_RAW     0
+#define NR_APP_API_SOCKET  1
+#define NR_APP_API_NETCONN 2
+#ifndef NR_APP_API
+#if !defined(LWIP_SOCKET) || LWIP_SOCKET   /* opt.h's default is 1 */
+#define NR_APP_API NR_APP_API_SOCKET
+#elif !defined(LWIP_NETCONN) || LWIP_NETCONN
+#define NR_APP_API NR_APP_API_NETCONN
+#else
+#define NR_APP_API NR_APP_API_RAW
+#endif
+#endif
 /* The socket benchmark's thread (apps/sockbench_socket.c): an application
    thread at DEFAULT_THREAD_PRIO unless set. */
 #ifndef NR_APP_THREAD_PRIO

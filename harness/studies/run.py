@@ -201,7 +201,9 @@ class RunPlan:
                 result.time = judged.as_dict()
                 result.device_stats = rig.console.stats()
                 if threads_before is not None:
-                    result.threads = {"before": threads_before, "after": rig.console.threads()}
+                    after = rig.console.threads()
+                    result.threads = {"before": threads_before, "after": after,
+                                      "cpu": thread_cpu(threads_before, after)}
                 progress.step("leak check: waiting for the connections to close")
                 result.leaks = leak_check.finish()
                 if self.check_alive:
@@ -346,6 +348,33 @@ def device_cpu(load: dict[str, int]) -> dict[str, float]:
     busy_us = load["total_us"] - load["idle_us"]
     return {"busy_percent": round(load["busy_ppm"] / 1e4, 2), "busy_ms": round(busy_us / 1e3, 3),
             "total_ms": round(load["total_us"] / 1e3, 3)}
+
+
+def thread_cpu(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Each thread's share of the board's time over the workload, busiest first, by the kernel's own
+    counters (firmware/apps/threads.c): run time and switches between the two `threads` readings. The
+    threads' run times together are the whole interval (an interrupt counts to the thread it
+    interrupted), so their sum, not a host clock, is the denominator."""
+    earlier = {t["name"]: t for t in before["threads"]}
+    rows = []
+    for t in after["threads"]:
+        was = earlier.get(t["name"], {})
+        rows.append({"name": t["name"], "run_ms": (t["run_us"] - was.get("run_us", 0)) / 1e3,
+                     "switches": t["switches"] - was.get("switches", 0)})
+    total_ms = sum(r["run_ms"] for r in rows)
+    for r in rows:
+        r["percent"] = round(100 * r["run_ms"] / total_ms, 2) if total_ms > 0 else 0.0
+        r["run_ms"] = round(r["run_ms"], 3)
+    rows.sort(key=lambda r: r["run_ms"], reverse=True)
+    idle = next((r["percent"] for r in rows if r["name"] == "idle"), None)
+    totals = {k: after["totals"].get(k, 0) - before["totals"].get(k, 0)
+              for k in ("switches", "mbox_full", "mbox_full_tcpip", "mbox_fail")}
+    return {"total_ms": round(total_ms, 3), "idle_percent": idle, **totals, "threads": rows}
+
+
+def busiest_thread(cpu: dict[str, Any]) -> dict[str, Any] | None:
+    """The thread that ran longest over the workload, the idle thread aside (None: none ran)."""
+    return next((r for r in cpu["threads"] if r["name"] != "idle" and r["run_ms"] > 0), None)
 
 
 def execute_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> RunResult:
