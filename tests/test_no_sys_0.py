@@ -5,7 +5,7 @@ thread's mailbox and priority in CMSIS-RTOS2 numbers). On openmv-n6 and openmv-r
 netrepro's kernel (firmware/kernel): lwIP's core in its tcpip thread (port/sys_arch_os.c), the
 NIC's receive path in a thread (apps/nic_thread.c), the socket benchmark on BSD sockets in an app
 thread (apps/sockbench_socket.c). The figures come from the real chain: the board's own `threads`
-and the capture's analysis (the window/RTT bound). A board without the kernel (xbox) still runs it
+and the capture's analysis (the window/RTT bound). A board without the kernel (ethernut2) still runs it
 as NO_SYS 1 and says so.
 """
 
@@ -125,10 +125,15 @@ def test_a_small_tcpip_mailbox_drops_frames(tmp_path: Path) -> None:
 
 
 def test_a_board_without_the_kernel_forces_no_sys_1(tmp_path: Path) -> None:
-    proc = netrepro_cli("boot", "xbox", "--lwip", str(_opts_file(tmp_path, "xbox")), "--json", timeout=600)
+    """The AVR has no port of the kernel: the file's NO_SYS 0 runs as NO_SYS 1, and one line says why."""
+    small = "#undef MEM_SIZE\n#define MEM_SIZE 1600\n#undef TCP_WND\n#define TCP_WND (2*TCP_MSS)\n#undef TCP_MSS\n" \
+            "#define TCP_MSS 536"
+    opts = _opts_file(tmp_path, "avr", extra=small)
+    proc = netrepro_cli("boot", "ethernut2", "--lwip", str(opts), "--json", timeout=600)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["options"]["NO_SYS"] == 1 and result["threads"] is None
     assert {"NO_SYS", "LWIP_SOCKET", "LWIP_NETCONN"} <= set(result["forced"])
     notes = [line for line in proc.stderr.splitlines() if "NO_SYS 0" in line]
-    assert len(notes) == 1 and "xbox" in notes[0], proc.stderr
+    assert len(notes) == 1 and notes[0].startswith("netrepro: ethernut2 runs NO_SYS 1 only (netrepro's kernel has "
+                                                   "no AVR port"), proc.stderr

@@ -561,8 +561,9 @@ def cmd_boot(args: argparse.Namespace) -> int:
             print("  " + " ".join(f"{k}={v}" for k, v in threads["totals"].items()))
     if "NO_SYS" in forced:
         # Only boards with netrepro's kernel (firmware/kernel, arch/<arch>/kernel_port.c) run NO_SYS 0.
-        print(f"netrepro: {platform.name} (board {platform.firmware['board']}) has no kernel yet: "
-              "the options file's NO_SYS 0 runs as NO_SYS 1", file=sys.stderr)
+        why = platform.firmware.get("no_sys_1_only", "the board has no port of netrepro's kernel")
+        print(f"netrepro: {platform.name} runs NO_SYS 1 only ({why}): the options file's NO_SYS 0 runs as "
+              "NO_SYS 1", file=sys.stderr)
         for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
             print(line)
     return 0

@@ -27,7 +27,7 @@ _SCHEMA: dict[str, dict[str, bool]] = {
     "stand_in": {"cpu": True, "nic": True, "honesty": True},
     "engine": {"kind": True, "binary": True, "machine": True, "cpu": False, "boot": False, "memory": False,
                "extra_args": False},
-    "firmware": {"board": True, "nic": True, "toolchain": True, "cpu_hz": True},
+    "firmware": {"board": True, "nic": True, "toolchain": True, "cpu_hz": True, "no_sys_1_only": False},
     "memory": {"code": True, "data": True, "bulk": False},
     "console": {"device": True, "base": True, "serial": False},
     "clock_port": {"device": True, "base": True, "serial": True},
