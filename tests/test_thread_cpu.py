@@ -3,8 +3,8 @@ counters (harness.studies.run.thread_cpu), and the `run` line that names the bus
 
 from __future__ import annotations
 
-from harness.cli.main import _threads_text
-from harness.studies.run import busiest_thread, thread_cpu
+from harness.studies.cases import thread_notes
+from harness.studies.run import busiest_threads, thread_cpu, threads_text
 
 
 def _reading(run_us: dict[str, int], switches: dict[str, int], mbox_full: int = 0) -> dict:
@@ -32,11 +32,20 @@ def test_shares_are_of_the_interval_the_threads_ran() -> None:
 def test_the_busiest_thread_is_never_idle() -> None:
     idle_most = _reading({"idle": 9000, "main": 1000}, {"idle": 5, "main": 5})
     cpu = thread_cpu(_reading({"idle": 0, "main": 0}, {"idle": 0, "main": 0}), idle_most)
-    assert busiest_thread(cpu)["name"] == "main"
-    assert busiest_thread(thread_cpu(idle_most, idle_most)) is None  # nothing ran in between
+    assert [r["name"] for r in busiest_threads(cpu)] == ["main"]
+    assert busiest_threads(thread_cpu(idle_most, idle_most)) == []  # nothing ran in between
 
 
-def test_run_names_the_busiest_thread() -> None:
-    text = _threads_text(thread_cpu(BEFORE, AFTER))
-    assert text == "busiest tcpip_thread 50 % (40 switches in); idle 30 %; 61 context switches; " \
-                   "5 posts met a full mailbox"
+def test_the_text_names_the_busiest_threads_first() -> None:
+    text = threads_text(thread_cpu(BEFORE, AFTER), top=2)
+    assert text == "tcpip_thread 50 % (40 switches in), main 10 % (2 switches in); idle 30 %; " \
+                   "61 context switches; 5 posts met a full mailbox"
+
+
+def test_a_table_lists_the_threads_of_the_rows_that_ran_them() -> None:
+    rows = [{"case": "no_sys 1", "threads": None},
+            {"case": "no_sys 0", "threads": threads_text(thread_cpu(BEFORE, AFTER), top=1)}]
+    assert thread_notes(rows, "case") == [
+        "", "threads (NO_SYS 0; the median run's board time by thread, busiest first, from the kernel's counters):",
+        "  no_sys 0: tcpip_thread 50 % (40 switches in); idle 30 %; 61 context switches; 5 posts met a full mailbox"]
+    assert thread_notes(rows[:1], "case") == []  # a NO_SYS 1 table is as it was

@@ -9,7 +9,6 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from harness.analysis import format_table, load_capture
 from harness.analysis.against import compare_summaries, load_against
@@ -47,7 +46,7 @@ from harness.studies.compare import compare, format_comparison
 from harness.studies.report_file import report_names
 from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult, busiest_thread, risk_text
+from harness.studies.run import Configuration, RunPlan, RunResult, risk_text, threads_text
 from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
 from harness.studies.soak import judge_soak
 
@@ -485,17 +484,8 @@ def _time_lines(result: RunResult) -> list[str]:
         busy = result.device_cpu["busy_percent"]
         lines.append(f"  cpu      the board's core was busy {busy:g} % of the workload{per}")
     if result.threads and "cpu" in result.threads:
-        lines.append(f"  threads  {_threads_text(result.threads['cpu'])}")
+        lines.append(f"  threads  busiest first: {threads_text(result.threads['cpu'])}")
     return lines
-
-
-def _threads_text(cpu: dict[str, Any]) -> str:
-    """The busiest thread over the workload, the idle share, and what the kernel and the port counted."""
-    top = busiest_thread(cpu)
-    head = f"busiest {top['name']} {top['percent']:g} % ({top['switches']} switches in)" if top else "no thread ran"
-    idle = f"; idle {cpu['idle_percent']:g} %" if cpu.get("idle_percent") is not None else ""
-    full = f"; {cpu['mbox_full']} posts met a full mailbox" if cpu.get("mbox_full") else ""
-    return f"{head}{idle}; {cpu['switches']} context switches{full}"
 
 
 def _mbps(value: object) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.analysis import AnalysisSummary, load_capture
 from harness.core.errors import NetreproError
-from harness.studies.run import RunResult, data_rate_bps, device_busy, figures_at_risk
+from harness.studies.run import RunResult, data_rate_bps, device_busy, figures_at_risk, threads_text
 
 
 @dataclass
@@ -44,6 +44,7 @@ class CaseResult:
     lwip_ram_total: int | None = None        # lwIP's static RAM in the firmware (heap, pools, other), bytes
     leaks: str | None = None                 # the runs' leak checks in one phrase (case_leaks); None: no run
     runs_at_risk: int = 0                    # runs the host disturbed even after a repeat (figures_at_risk)
+    threads: str | None = None               # NO_SYS 0: where the median run's board time went (threads_text)
     claim: dict[str, Any] = field(default_factory=dict)
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
@@ -80,6 +81,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.min_mbps, result.max_mbps = round(min(figures), 2), round(max(figures), 2)
     middle = sorted(measured, key=lambda fr: fr[0])[len(measured) // 2][1]  # the median run speaks for the case
     result.median_run_dir = middle.run_dir
+    result.threads = threads_text(middle.threads["cpu"]) if middle.threads and "cpu" in middle.threads else None
     rate = data_rate_bps(middle, result.direction)
     analysis = middle.analysis if result.direction is None else _direction_analysis(middle, result.direction, rate)
     analysis = analysis or AnalysisSummary(verdict=None)
@@ -118,6 +120,16 @@ def leak_notes(rows: list[dict[str, Any]], key: str) -> list[str]:
     if any(row.get("leaks") == "none" for row in rows):
         return ["", "leak check: none; every run got back what it took"]
     return []
+
+
+def thread_notes(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """Below a table: for the rows (named by `key`) whose firmware runs lwIP's threads (NO_SYS 0), which
+    threads the median run's board time went to, by the kernel's own counters."""
+    busy = [f"  {row[key]}: {row['threads']}" for row in rows if row.get("threads")]
+    if not busy:
+        return []
+    return ["", "threads (NO_SYS 0; the median run's board time by thread, busiest first, from the kernel's "
+            "counters):", *busy]
 
 
 def risk_notes(rows: list[dict[str, Any]], key: str) -> list[str]:

@@ -35,7 +35,15 @@ from harness.rig.platform import load_platform
 from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, Workload
-from harness.studies.cases import CaseResult, format_number, leak_notes, risk_notes, summarise_runs, time_line
+from harness.studies.cases import (
+    CaseResult,
+    format_number,
+    leak_notes,
+    risk_notes,
+    summarise_runs,
+    thread_notes,
+    time_line,
+)
 from harness.studies.run import Analyser, Configuration, Repeats, RunPlan, RunResult, data_rate_bps
 
 _WINDOW_LIMIT_UNSCALED = 0xFFFF
@@ -315,7 +323,8 @@ def format_comparison(document: Mapping[str, Any], width: int = TABLE_WIDTH) -> 
     failures = [f"  {c['label']}: {c['error']}" for c in configs if c["error"]]
     if failures:
         lines += ["", "runs that failed:", *failures]
-    return "\n".join(lines + leak_notes(list(configs), "label") + risk_notes(list(configs), "label"))
+    return "\n".join(lines + thread_notes(list(configs), "label") + leak_notes(list(configs), "label")
+                     + risk_notes(list(configs), "label"))
 
 
 def _table(configs: Sequence[Mapping[str, Any]], diff: Sequence[Mapping[str, Any]]) -> list[str]:

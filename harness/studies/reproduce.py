@@ -48,7 +48,15 @@ from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.session import make_run_dir
 from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
-from harness.studies.cases import CaseResult, format_number, leak_notes, risk_notes, summarise_runs, time_line
+from harness.studies.cases import (
+    CaseResult,
+    format_number,
+    leak_notes,
+    risk_notes,
+    summarise_runs,
+    thread_notes,
+    time_line,
+)
 from harness.studies.claims import (
     DEFAULT_BAND,
     agreement,
@@ -277,8 +285,8 @@ def format_report(document: dict[str, Any]) -> str:
     lines = [*_preamble(document, band), "", *_inputs_block(document.get("inputs") or []), ""]
     lines += _table(document, band)
     cases = document["cases"]
-    return "\n".join(lines + _notes(cases) + _against_notes(cases) + leak_notes(cases, "case")
-                     + risk_notes(cases, "case"))
+    return "\n".join(lines + _notes(cases) + _against_notes(cases) + thread_notes(cases, "case")
+                     + leak_notes(cases, "case") + risk_notes(cases, "case"))
 
 
 def _against_notes(cases: list[dict[str, Any]]) -> list[str]:

@@ -372,9 +372,19 @@ def thread_cpu(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return {"total_ms": round(total_ms, 3), "idle_percent": idle, **totals, "threads": rows}
 
 
-def busiest_thread(cpu: dict[str, Any]) -> dict[str, Any] | None:
-    """The thread that ran longest over the workload, the idle thread aside (None: none ran)."""
-    return next((r for r in cpu["threads"] if r["name"] != "idle" and r["run_ms"] > 0), None)
+def busiest_threads(cpu: dict[str, Any]) -> list[dict[str, Any]]:
+    """The threads that ran over the workload, longest first, the idle thread aside."""
+    return [r for r in cpu["threads"] if r["name"] != "idle" and r["run_ms"] > 0]
+
+
+def threads_text(cpu: dict[str, Any], top: int = 3) -> str:
+    """The busiest threads over the workload with their switches in, the idle share, and what the kernel
+    and the port counted: which thread the board's time went to, and whether lwIP's mailboxes overflowed."""
+    shares = ", ".join(f"{r['name']} {r['percent']:g} % ({r['switches']} switches in)"
+                       for r in busiest_threads(cpu)[:top]) or "no thread ran"
+    idle = f"; idle {cpu['idle_percent']:g} %" if cpu.get("idle_percent") is not None else ""
+    full = f"; {cpu['mbox_full']} posts met a full mailbox" if cpu.get("mbox_full") else ""
+    return f"{shares}{idle}; {cpu['switches']} context switches{full}"
 
 
 def execute_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> RunResult:
