@@ -38,7 +38,7 @@ def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload=
     return SimpleNamespace(throughput_mbps=mbps, analysis=AnalysisSummary.from_dict(analysis),
                            options=dict(options or N6_OPTIONS), device_cpu={"busy_percent": 12.5},
                            link=link or _link(), workload={"name": workload}, lwip_ram=dict(lwip_ram or {}),
-                           leaks=None, time=dict(time or {}), run_dir=f"/runs/{mbps}")
+                           leaks=None, time=dict(time or {}), run_dir=f"/runs/{mbps}", threads=None)
 
 
 # ------------------------------------------------------------------ options diff
