@@ -45,6 +45,13 @@ def test_overrides_are_checked_against_lwip(n6, tree):
         resolve_profile(n6, "default", overrides=["TCP_WND"], lwip_tree=tree)
 
 
+def test_netrepros_own_options_are_the_ones_base_h_documents(n6, tree):
+    profile = resolve_profile(n6, "default", overrides=["NR_APP_API=2", "NR_NIC_RX_THREAD=0"], lwip_tree=tree)
+    assert "#define NR_APP_API (2)" in profile.overlay()
+    with pytest.raises(NetreproError, match="unknown lwIP option NR_APP_APII; did you mean NR_APP_API"):
+        resolve_profile(n6, "default", overrides=["NR_APP_APII=2"], lwip_tree=tree)
+
+
 def test_missing_paths_are_one_line_errors(n6, tmp_path):
     with pytest.raises(NetreproError, match="does not exist"):
         resolve_profile(n6, str(tmp_path / "nope.h"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,7 +19,7 @@ from harness.rig.devicetime import DeviceTime
 from harness.rig.peer import Addresses
 from harness.rig.session import Session
 from harness.studies.fuzz_frames import scapy
-from harness.studies.soak import LWIPERF_HEADER, board_count, data_stream
+from harness.studies.soak import LWIPERF_HEADER, board_count, data_stream, runs_lwiperf
 
 PEER, BOARD = "10.77.0.1", "10.77.0.2"
 
@@ -89,6 +90,16 @@ class _Console:
 
     def uptime_ms(self) -> int:
         return round(self.clock.now / 2 * 1000)
+
+
+@pytest.mark.parametrize(("options", "lwiperf"), [
+    ({"NO_SYS": 1}, True),                        # NO_SYS 1: the raw API only
+    ({"NO_SYS": 0, "NR_APP_API": 0}, True),       # the raw apps in the tcpip thread
+    ({"NO_SYS": 0, "NR_APP_API": 1}, False),      # iperf_os.c on sockets
+    ({"NO_SYS": 0, "NR_APP_API": 2}, False),      # ... on netconn
+])
+def test_the_board_runs_lwiperf_only_on_the_raw_api(options, lwiperf):
+    assert runs_lwiperf(SimpleNamespace(options=options)) is lwiperf
 
 
 @pytest.mark.parametrize(("answer_at", "alive", "pings"), [(1, True, 1), (4, True, 4), (6, False, 5)])

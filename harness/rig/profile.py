@@ -33,6 +33,9 @@ _GENERIC_PREFIXES = {"NO", "DEFAULT", "API", "LINK", "INET", "SO"}
 # The firmware's own test-only options (e.g. NR_TEST_LEAK_PBUF, a deliberate leak for the leak
 # check's test): `--set` takes a name the firmware's sources read as it takes lwIP's options.
 _FIRMWARE_TEST_OPTION = re.compile(r"\bNR_TEST_[A-Z0-9_]+\b")
+# The firmware's own options for users (NR_APP_API, NR_NIC_RX_THREAD, ...): those whose default
+# profiles/base.h gives, where each is documented.
+_FIRMWARE_OPTION_DEFAULT = re.compile(r"^\s*#\s*ifndef\s+(NR_[A-Z0-9_]+)\s*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -119,10 +122,14 @@ def known_options(lwip_tree: Path) -> set[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def firmware_test_options() -> frozenset[str]:
-    """The test-only options the firmware's C sources read (NR_TEST_*): never set by a real build."""
-    return frozenset(name for path in PROFILES_DIR.parent.rglob("*.[ch]")
-                     for name in _FIRMWARE_TEST_OPTION.findall(path.read_text(errors="replace")))
+def firmware_options() -> frozenset[str]:
+    """netrepro's own options `--set` takes beside lwIP's: those profiles/base.h documents with a default
+    (NR_APP_API, NR_NIC_RX_THREAD, ...) and the test-only ones the C sources read (NR_TEST_*, never set
+    by a real build)."""
+    documented = _FIRMWARE_OPTION_DEFAULT.findall((PROFILES_DIR / "base.h").read_text(errors="replace"))
+    tests = (name for path in PROFILES_DIR.parent.rglob("*.[ch]")
+             for name in _FIRMWARE_TEST_OPTION.findall(path.read_text(errors="replace")))
+    return frozenset([*documented, *tests])
 
 
 @functools.lru_cache(maxsize=4)
@@ -207,10 +214,11 @@ def _parse_override(item: str, lwip_tree: Path | None) -> tuple[str, str]:
     if not sep or not _NAME.fullmatch(name) or not value:
         raise NetreproError(f"bad lwIP option setting '{item}'", "write it as NAME=VALUE, e.g. TCP_WND=32*TCP_MSS")
     if lwip_tree is not None:
-        known = known_options(lwip_tree) | firmware_test_options()
+        known = known_options(lwip_tree) | firmware_options()
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f"did you mean {close[0]}?" if close else "see lwIP's src/include/lwip/opt.h"
+            hint = (f"did you mean {close[0]}?" if close else
+                    "see lwIP's src/include/lwip/opt.h, or firmware/profiles/base.h for netrepro's own NR_ options")
             raise NetreproError(f"unknown lwIP option {name}", hint)
     return name, f"({value})"
 

@@ -8,9 +8,11 @@ capture  the data connection's sequence space between its SYN and its FIN, as th
          side saw it: what crossed to the board in order, lost frames' retransmissions included
 board    what the board's own application counted (its console's IPERF line)
 
-peer and capture must be equal. lwIP's lwiperf counts its first segment as the 24 bytes of the iperf
-header it reads from it, whatever else that segment carries (lwiperf.c, lwiperf_tcp_recv), so the board's
-count is the capture's less the rest of that first segment; the accounting names that difference.
+peer and capture must be equal. lwIP's lwiperf (the board's iperf on the raw API: NO_SYS 1, or
+NR_APP_API 0) counts its first segment as the 24 bytes of the iperf header it reads from it, whatever else
+that segment carries (lwiperf.c, lwiperf_tcp_recv), so the board's count is the capture's less the rest of
+that first segment; the accounting names that difference. The iperf on sockets or netconn
+(firmware/apps/iperf_os.c) counts every byte.
 """
 
 from __future__ import annotations
@@ -84,13 +86,23 @@ def account_bytes(result: RunResult) -> ByteAccount:
     board = board_count(Path(result.console_log), role="server" if direction == "rx" else "client")
     if stream is None:
         return ByteAccount(result.bytes, None, board, 0, False, "no complete connection (SYN to FIN) in the capture")
-    uncounted = max(0, stream.first_segment - LWIPERF_HEADER) if direction == "rx" else 0
+    lwiperf = runs_lwiperf(result)
+    uncounted = max(0, stream.first_segment - LWIPERF_HEADER) if direction == "rx" and lwiperf else 0
     accounted = result.bytes == stream.bytes and board is not None and board == stream.bytes - uncounted
     short = stream.bytes - board if board is not None else "no board count"
-    note = (f"all accounted for (the board's lwiperf leaves {uncounted} bytes of its first segment uncounted)"
-            if accounted else f"MISMATCH: peer - capture = {result.bytes - stream.bytes}, capture - board = "
-                              f"{short} (expected {uncounted})")
+    counts = (f"the board's lwiperf leaves {uncounted} bytes of its first segment uncounted" if lwiperf else
+              "the board's iperf counts every byte")
+    note = (f"all accounted for ({counts})" if accounted else
+            f"MISMATCH: peer - capture = {result.bytes - stream.bytes}, capture - board = {short} "
+            f"(expected {uncounted})")
     return ByteAccount(result.bytes, stream.bytes, board, uncounted, accounted, note)
+
+
+def runs_lwiperf(result: RunResult) -> bool:
+    """Whether the board's iperf server is lwIP's lwiperf (raw API) rather than iperf_os.c's on a
+    sequential API: the effective options say (NR_APP_API is only reported by a NO_SYS 0 build)."""
+    options = result.options or {}
+    return options.get("NO_SYS", 1) != 0 or options.get("NR_APP_API", 0) == 0
 
 
 def data_stream(capture: Path, device_ip: str, sender: str) -> Stream | None:
