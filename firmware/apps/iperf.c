@@ -15,6 +15,11 @@
  *   IPERF role=<server|client> report=<...> remote=<ip>:<port> bytes=<n> ms=<n> kbps=<n>
  * kbps is bytes * 8 / ms (k = 1000). A client error adds " err=<lwIP error>".
  */
+#include "lwip/opt.h"
+
+/* NO_SYS 0 builds with the apps on sockets or netconn have iperf_os.c instead. */
+#if NO_SYS || NR_APP_API == NR_APP_API_RAW
+
 #include <string.h>
 
 #include "lwip/apps/lwiperf.h"
@@ -231,3 +236,5 @@ const struct nr_app nr_app_iperf = {
   "iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes] - iperf2 TCP test",
   cmd_iperf, NULL, iperf_poll,
 };
+
+#endif /* NO_SYS || NR_APP_API == NR_APP_API_RAW */

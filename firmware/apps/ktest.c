@@ -19,6 +19,7 @@
  * in device time QEMU executes the modelled core's instructions per board
  * ns, so they are the modelled core's cycles at the platform's IPC.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -921,6 +922,102 @@ static int test_counters(void)
   return 1;
 }
 
+/* ---- errno ---- */
+
+/* On newlib the kernel's __errno() makes errno itself each thread's; the
+   test reads it through <errno.h> as lwIP's sockets and the apps do. */
+#if defined(__NEWLIB__)
+#define THREAD_ERRNO errno
+#else
+#define THREAD_ERRNO (*nr_thread_errno())
+#endif
+#define ERRNO_ROUNDS 4u
+#define ERRNO_IN_ISR 99
+
+static volatile unsigned errno_wrong[3], errno_switches[3];
+static int *volatile errno_where[3];
+static int *volatile errno_isr_where;
+static volatile int errno_isr_writes;
+
+static void errno_hook(uint32_t now)
+{
+  (void)now;
+  errno_isr_where = nr_thread_errno();
+  THREAD_ERRNO = ERRNO_IN_ISR; /* must not land in the interrupted thread's */
+  errno_isr_writes++;
+}
+
+/* Sets its own errno, then gives the core to the other thread (which sets
+   a different value) and sleeps across ticks (whose hook writes errno in
+   the interrupt) before looking again. */
+static void t_errno(void *arg)
+{
+  unsigned me = (unsigned)(uintptr_t)arg;
+  struct nr_thread_stats s;
+
+  errno_where[me] = &THREAD_ERRNO;
+  for (unsigned round = 0; round < ERRNO_ROUNDS; round++) {
+    int mine = (int)(me * 100u + round);
+
+    THREAD_ERRNO = mine;
+    nr_thread_yield();
+    errno_wrong[me] += THREAD_ERRNO != mine;
+    (void)nr_sleep_ms(1);
+    errno_wrong[me] += THREAD_ERRNO != mine;
+  }
+  errno_switches[me] = nr_thread_stats(nr_thread_self(), &s) == NR_OK ? s.switches : 0u;
+  nr_sem_give(&done);
+}
+
+/* Two threads of one priority and an interrupt handler each keep their own
+   errno across switches; main's is untouched by all three. */
+static int test_thread_errno(void)
+{
+  static const struct launch list[] = {
+    { "errno1", t_errno, (void *)1, 4u },
+    { "errno2", t_errno, (void *)2, 4u },
+  };
+  int main_errno = 7;
+
+  for (unsigned i = 0; i < 3u; i++) {
+    errno_wrong[i] = errno_switches[i] = 0;
+    errno_where[i] = NULL;
+  }
+  errno_isr_writes = 0;
+  THREAD_ERRNO = main_errno;
+  nr_kernel_set_tick_hook(errno_hook);
+  if (!launch_and_join(list, 2)) {
+    nr_kernel_set_tick_hook(NULL);
+    return 0;
+  }
+  nr_kernel_set_tick_hook(NULL);
+#if defined(__NEWLIB__)
+  if (&errno != nr_thread_errno()) {
+    return fail("errno is not the thread's own (newlib's __errno() is not the kernel's)");
+  }
+#endif
+  if (THREAD_ERRNO != main_errno) {
+    return fail("main's errno changed from %d to %d", main_errno, THREAD_ERRNO);
+  }
+  if (errno_wrong[1] != 0u || errno_wrong[2] != 0u) {
+    return fail("a thread found another's errno: %u and %u times", errno_wrong[1], errno_wrong[2]);
+  }
+  if (errno_where[1] == errno_where[2] || errno_where[1] == &THREAD_ERRNO || errno_where[2] == &THREAD_ERRNO ||
+      errno_where[1] == NULL) {
+    return fail("the threads' errno are not three places");
+  }
+  if (errno_isr_writes == 0 || errno_isr_where == errno_where[1] || errno_isr_where == errno_where[2] ||
+      errno_isr_where == &THREAD_ERRNO) {
+    return fail("the interrupt's errno (%d writes) is a thread's", errno_isr_writes);
+  }
+  if (errno_switches[1] < 2u * ERRNO_ROUNDS || errno_switches[2] < 2u * ERRNO_ROUNDS) {
+    return fail("switched in %u and %u times: the threads did not take turns", errno_switches[1],
+                errno_switches[2]);
+  }
+  detail("switches=%u,%u isr_writes=%d", errno_switches[1], errno_switches[2], errno_isr_writes);
+  return 1;
+}
+
 /* ---- Costs ---- */
 
 static struct nr_sem ping, pong;
@@ -1180,6 +1277,7 @@ static const struct ktest tests[] = {
   { "fpu_context", test_fpu_context },
 #endif
   { "counters", test_counters },
+  { "thread_errno", test_thread_errno },
   { "costs", run_costs },
 };
 

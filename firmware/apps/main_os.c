@@ -16,6 +16,7 @@
  */
 #include "lwip/init.h"
 #include "lwip/netif.h"
+#include "lwip/netifapi.h"
 #include "lwip/sys.h"
 #include "lwip/tcpip.h"
 #include "lwip/timeouts.h"
@@ -89,8 +90,24 @@ static void apps_poll(void *arg)
   sys_timeout(APP_POLL_MS, apps_poll, NULL);
 }
 
-/* The address stays 0.0.0.0 until the "ip" command sets one. */
-static void net_and_apps_init(void)
+/* The address stays 0.0.0.0 until the "ip" command sets one. With
+   LWIP_NETIF_API the options file asks for lwIP's thread-safe netif calls,
+   so the interface is added from main's thread with them (each one a call
+   into the tcpip thread), as an application written for that file does;
+   without it, with the core held. */
+#if LWIP_NETIF_API
+static void net_init(void)
+{
+  if (netifapi_netif_add(&app_netif, NULL, NULL, NULL, NULL, nic_netif_init, tcpip_input) != ERR_OK) {
+    nr_printf("ERROR: %s init failed\n", NIC_NAME);
+    return;
+  }
+  (void)netifapi_netif_set_default(&app_netif);
+  (void)netifapi_netif_set_up(&app_netif);
+  net_ok = 1;
+}
+#else
+static void net_init_in_core(void)
 {
   if (netif_add(&app_netif, NULL, NULL, NULL, NULL, nic_netif_init, tcpip_input) == NULL) {
     nr_printf("ERROR: %s init failed\n", NIC_NAME);
@@ -99,6 +116,16 @@ static void net_and_apps_init(void)
     netif_set_up(&app_netif);
     net_ok = 1;
   }
+}
+
+static void net_init(void)
+{
+  in_core(net_init_in_core);
+}
+#endif
+
+static void apps_init(void)
+{
   for (const struct nr_app *const *app = nr_apps; *app != NULL; app++) {
     if ((*app)->init != NULL) {
       (*app)->init();
@@ -128,7 +155,8 @@ int main(void)
   nr_sem_init(&ready, 0, 1);
   tcpip_init(tcpip_ready, &ready);
   (void)nr_sem_take(&ready, NR_FOREVER);
-  in_core(net_and_apps_init);
+  net_init();
+  in_core(apps_init);
   if (net_ok && !nic_rx_thread_start(&app_netif)) {
     nr_printf("ERROR: %s receive thread not started\n", NIC_NAME);
   }

@@ -10,6 +10,9 @@
  * Either way a frame goes to lwIP through the tcpip thread's mailbox
  * (TCPIP_MBOX_SIZE): a full mailbox drops it (sys_arch_os.c counts it).
  * The thread also waits at most a second, so the driver's link poll runs.
+ * A driver that receives from an lwIP timeout in the tcpip thread instead
+ * (nics/e1000/pktdrv.c, as nxdk's pktdrv did) has its options file set
+ * NR_NIC_RX_NO_THREAD 1: then there is no receive thread at all.
  * Built only for NO_SYS 0 (the Makefile).
  */
 #include "lwip/opt.h"
@@ -53,6 +56,10 @@ static void rx_thread(void *arg)
 
 int nic_rx_thread_start(struct netif *netif)
 {
+#if defined(NR_NIC_RX_NO_THREAD) && NR_NIC_RX_NO_THREAD
+  LWIP_UNUSED_ARG(netif);
+  (void)rx_thread;
+#else
   nr_sem_init(&rx_sem, 0, 1);
   rx_thread_up = 1;
   if (sys_thread_new(NR_NIC_RX_THREAD ? "nic_rx" : "nic_poll", rx_thread, netif,
@@ -60,5 +67,6 @@ int nic_rx_thread_start(struct netif *netif)
     rx_thread_up = 0;
     return 0;
   }
+#endif
   return 1;
 }

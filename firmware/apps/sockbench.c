@@ -55,8 +55,10 @@
  */
 #include "lwip/opt.h"
 
-/* With sockets in a NO_SYS 0 build, sockbench_socket.c is the benchmark. */
-#if NO_SYS || !LWIP_SOCKET
+/* A NO_SYS 0 build runs this one only when its apps are on the raw API
+   (NR_APP_API, profiles/base.h), in the tcpip thread (main_os.c); with
+   sockets or netconn, sockbench_thread.c is the command. */
+#if NO_SYS || NR_APP_API == NR_APP_API_RAW
 
 #include <string.h>
 
@@ -69,12 +71,11 @@
 #include "nr_printf.h"
 #include "apps.h"
 #include "shell.h"
+#include "sockbench_args.h"
 #include "test_heap_pin.h"
 #include "test_leak.h"
 #include "tx_session.h"
 
-#define SOCK_IO_MAX         8192u /* largest write or read size */
-#define SOCK_IO_DEFAULT     1024u
 #define MP_SNDBUF_MIN       16u   /* modlwip: after a full buffer, wait for this much room */
 #define MP_ERR_MEM_WAIT_MS  50u   /* modlwip: mp_hal_delay_ms(50) after ERR_MEM */
 #define MP_ERR_MEM_TRIES    200u  /* modlwip: for (i = 0; i < 200; ++i) */
@@ -441,32 +442,6 @@ static err_t start(const ip_addr_t *ip, u16_t port)
 
 /* ---- command ----------------------------------------------------------- */
 
-#define SOCK_USAGE "usage: sock tx <ip> <port> (-t <sec> | -n <bytes>) [-w <write size>] | " \
-                   "sock rx <ip> <port> (-t <sec> | -n <bytes>) [-r <read size>] [-d <us per read>]"
-
-/* Parses the "-x <value>" options after <port>; 1 on success. */
-static int parse_options(int argc, char **argv, enum sock_dir dir)
-{
-  for (int i = 4; i < argc; i += 2) {
-    uint32_t v;
-
-    if (i + 1 >= argc || argv[i][0] != '-' || argv[i][1] == '\0' || argv[i][2] != '\0' ||
-        !shell_parse_u32(argv[i + 1], &v)) {
-      return 0;
-    }
-    switch (argv[i][1]) {
-    case 't': sb.limit_ms = v * 1000u; break;
-    case 'n': sb.limit_bytes = v; break;
-    case 'w': if (dir != SOCK_TX) { return 0; } sb.io_size = v; break;
-    case 'r': if (dir != SOCK_RX) { return 0; } sb.io_size = v; break;
-    case 'd': if (dir != SOCK_RX) { return 0; } sb.read_delay_us = v; break;
-    default: return 0;
-    }
-  }
-  /* exactly one of -t and -n, each nonzero */
-  return (sb.limit_ms != 0) != (sb.limit_bytes != 0);
-}
-
 static void reset_test(enum sock_dir dir)
 {
   memset(&sb, 0, sizeof(sb));
@@ -477,35 +452,25 @@ static void reset_test(enum sock_dir dir)
 
 static void cmd_sock(int argc, char **argv)
 {
-  enum sock_dir dir;
-  ip4_addr_t ip4;
+  struct sock_args args;
   ip_addr_t ip;
-  uint32_t port;
   err_t err;
 
   if (sb.state != SOCK_IDLE) {
     nr_printf("ERROR: sock %s already running\n", dir_name());
     return;
   }
-  if (argc < 4 || (strcmp(argv[1], "tx") != 0 && strcmp(argv[1], "rx") != 0) ||
-      !shell_parse_ip4(argv[2], &ip4) || !shell_parse_u32(argv[3], &port) ||
-      port == 0 || port > 0xFFFFu) {
-    nr_printf("ERROR: %s\n", SOCK_USAGE);
+  if (!sock_args_parse(argc, argv, &args)) {
     return;
   }
-  dir = argv[1][0] == 't' ? SOCK_TX : SOCK_RX;
-  reset_test(dir);
-  if (!parse_options(argc, argv, dir)) {
-    nr_printf("ERROR: %s\n", SOCK_USAGE);
-    return;
-  }
-  if (sb.io_size == 0 || sb.io_size > SOCK_IO_MAX) {
-    nr_printf("ERROR: write/read size must be 1..%u\n", (unsigned)SOCK_IO_MAX);
-    return;
-  }
+  reset_test(args.tx ? SOCK_TX : SOCK_RX);
+  sb.limit_ms = args.limit_ms;
+  sb.limit_bytes = args.limit_bytes;
+  sb.io_size = args.io_size;
+  sb.read_delay_us = args.read_delay_us;
   memset(io_buf, 0xA5, sizeof(io_buf));
-  ip_addr_copy_from_ip4(ip, ip4);
-  err = start(&ip, (u16_t)port);
+  ip_addr_copy_from_ip4(ip, args.ip);
+  err = start(&ip, args.port);
   if (err != ERR_OK) {
     report_error(err);
   }
@@ -513,9 +478,8 @@ static void cmd_sock(int argc, char **argv)
 
 const struct nr_app nr_app_sockbench = {
   "sockbench", "sock",
-  "sock tx <ip> <port> (-t sec | -n bytes) [-w size] | sock rx <ip> <port> (-t sec | -n bytes) [-r size] "
-  "[-d us] - MicroPython-style socket benchmark",
+  SOCK_HELP " - MicroPython-style socket benchmark",
   cmd_sock, NULL, sockbench_poll,
 };
 
-#endif /* NO_SYS || !LWIP_SOCKET */
+#endif /* NO_SYS || NR_APP_API == NR_APP_API_RAW */

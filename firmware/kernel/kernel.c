@@ -411,6 +411,25 @@ int nr_thread_stats(const nr_thread_t *t, struct nr_thread_stats *out)
   return NR_OK;
 }
 
+int *nr_thread_errno(void)
+{
+  static int shared_errno; /* before the start, and interrupt handlers' */
+
+  return started && !nr_port_in_isr() ? &current->errno_value : &shared_errno;
+}
+
+#if defined(NR_KERNEL) && NR_KERNEL && defined(__NEWLIB__)
+/* newlib's errno is (*__errno()), one per firmware in libc's version; this
+   one replaces it (libc's errno.o defines nothing else, so it is never
+   linked), so lwIP's sockets (LWIP_ERRNO_STDINCLUDE) and the apps set and
+   read the calling thread's. Only in kernel builds: elsewhere libc's stays. */
+int *__errno(void);
+int *__errno(void)
+{
+  return nr_thread_errno();
+}
+#endif
+
 /* ---- The kernel ---- */
 
 static void idle_main(void *arg)

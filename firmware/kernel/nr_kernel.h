@@ -205,6 +205,13 @@ nr_thread_t *nr_thread_at(unsigned index);
 /* The thread's counters. NR_OK, or NR_EINVAL for a free slot. */
 int nr_thread_stats(const nr_thread_t *t, struct nr_thread_stats *out);
 
+/* The calling thread's errno: each thread has its own, so a socket call's
+   error in one thread is not overwritten by another's before it is read.
+   Before nr_kernel_start() and in interrupt handlers one shared variable
+   stands in. On newlib the kernel also defines __errno(), through which
+   <errno.h>'s errno reads and writes, as this (kernel builds only). */
+int *nr_thread_errno(void);
+
 /* ---- Counting semaphores ---- */
 
 struct nr_sem {

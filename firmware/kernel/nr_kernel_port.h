@@ -39,6 +39,7 @@ struct nr_thread {
   size_t stack_size;
   uint32_t switches;            /* times switched in */
   uint64_t run_ns;              /* board time run up to its last switch out */
+  int errno_value;              /* its own errno (nr_thread_errno()) */
 };
 
 /* ---- Provided by the port ---- */

@@ -89,8 +89,8 @@
 #ifndef MEMP_NUM_SYS_TIMEOUT
 #define MEMP_NUM_SYS_TIMEOUT (LWIP_NUM_SYS_TIMEOUT_INTERNAL + 1)
 #endif
-/* Sockets set errno: newlib's (one for the whole firmware; the socket
-   benchmark is the one thread that reads it). */
+/* Sockets set errno: newlib's <errno.h>, whose errno the kernel makes each
+   thread's own (firmware/kernel/kernel.c's __errno(), nr_thread_errno()). */
 #if !defined(LWIP_PROVIDE_ERRNO) && !defined(LWIP_ERRNO_INCLUDE) && !defined(LWIP_ERRNO_STDINCLUDE)
 #define LWIP_ERRNO_STDINCLUDE 1
 #endif

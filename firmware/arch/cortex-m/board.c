@@ -122,19 +122,25 @@ int board_set_tick_dilation(uint32_t milli)
    last tick shows as the pending exception (ICSR.PENDSTSET) instead of in
    the tick counters. The count is read again when the wrap is seen, because
    it may have happened between the two reads; either way the count read last
-   belongs to the tick the pending flag says. */
+   belongs to the tick the pending flag says.
+   The tick happens as the count reaches 0 (the exception pends then; the
+   reload comes one count later), so a count of 0 is the new tick's start and
+   a count c > 0 lies period - c counts into it. (Reading 0 as a whole period
+   gone put the clock one subtick ahead for a moment, then held it there.) */
 uint64_t board_time_ns(void)
 {
   uint32_t irq = board_irq_save();
   uint64_t ticks = nr_tick_count(&tick);
   uint32_t count = SYST_CVR;
+  uint32_t elapsed;
   uint64_t ns;
 
   if (SCB_ICSR & ICSR_PENDSTSET) {
     count = SYST_CVR;
     ticks++;
   }
-  ns = ticks * NS_PER_SUBTICK + (((uint64_t)(tick_period - 1u - count) * tick_ns_q32) >> 32);
+  elapsed = count == 0u ? 0u : tick_period - count;
+  ns = ticks * NS_PER_SUBTICK + (((uint64_t)elapsed * tick_ns_q32) >> 32);
   if (ns < last_ns) {
     ns = last_ns;
   }

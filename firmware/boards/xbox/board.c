@@ -5,7 +5,10 @@
  *
  * Interrupt gates clear IF, so handlers never nest; the main loop masks
  * interrupts with cli around its checks (board_irq_save) exactly as the
- * Cortex-M boards do with PRIMASK.
+ * Cortex-M boards do with PRIMASK. A firmware built with the kernel
+ * (NR_KERNEL) has a few hooks more, each marked: the switch vector, the
+ * tick's call of nr_kernel_tick(), and the two places where interrupts come
+ * back on (board_irq_restore(), the wait for an interrupt).
  */
 #include <stdint.h>
 
@@ -13,6 +16,9 @@
 #include "nr_board_tick.h"
 #include "board_defs.h"
 #include "x86/io.h"
+#if NR_KERNEL
+#include "nr_kernel.h"
+#endif
 
 void console_init(void);
 void console_irq_handler(void);
@@ -27,7 +33,18 @@ struct isr_frame {
 
 void isr_dispatch(struct isr_frame *f);
 
-extern const uint32_t isr_stub_table[48];
+/* Vectors 0-31 the CPU's exceptions, 32-47 the two 8259s; with the kernel
+   48 as well, the switch its threads raise (arch/x86/kernel_port.c). */
+#if NR_KERNEL
+#define IDT_VECTORS 49
+#define SWITCH_VECTOR 48u
+extern volatile uint32_t nr_port_switch_hold;
+void nr_port_irq_enabled(void);
+#else
+#define IDT_VECTORS 48
+#endif
+
+extern const uint32_t isr_stub_table[IDT_VECTORS];
 
 struct idt_entry {
   uint16_t offset_lo;
@@ -37,7 +54,7 @@ struct idt_entry {
   uint16_t offset_hi;
 } __attribute__((packed));
 
-static struct idt_entry idt[48] __attribute__((aligned(8)));
+static struct idt_entry idt[IDT_VECTORS] __attribute__((aligned(8)));
 
 #define PIC1_CMD  0x20u
 #define PIC1_DATA 0x21u
@@ -83,7 +100,7 @@ static void idt_init(void)
     uint32_t base;
   } __attribute__((packed)) desc = { sizeof(idt) - 1u, (uint32_t)idt };
 
-  for (unsigned v = 0; v < 48; v++) {
+  for (unsigned v = 0; v < IDT_VECTORS; v++) {
     idt[v].offset_lo = (uint16_t)isr_stub_table[v];
     idt[v].selector = 0x08;
     idt[v].zero = 0;
@@ -260,6 +277,11 @@ void board_irq_restore(uint32_t state)
 {
   if (state & 0x200u) {
     __asm volatile("sti" ::: "memory");
+#if NR_KERNEL
+    /* A switch asked for in the critical section that ends here happens
+       now (there is no PendSV to wait for the mask to lift). */
+    nr_port_irq_enabled();
+#endif
   }
 }
 
@@ -272,7 +294,16 @@ void board_wait_for_interrupt(void)
      the caller's masked state (board_irq_restore re-enables). The handler
      that woke the core runs before the cli, so its few hundred instructions
      count as idle. */
+#if NR_KERNEL
+  /* The interrupt that wakes the core is taken inside this masked section;
+     a switch it asks for waits for the caller's board_irq_restore(), so
+     the time counted here is the sleep alone. */
+  nr_port_switch_hold = 1u;
+#endif
   __asm volatile("sti\n\thlt\n\tcli" ::: "memory");
+#if NR_KERNEL
+  nr_port_switch_hold = 0u;
+#endif
   idle_ns += board_time_ns() - t0;
 }
 
@@ -345,6 +376,11 @@ void isr_dispatch(struct isr_frame *f)
 {
   unsigned irq;
 
+#if NR_KERNEL
+  if (f->vector == SWITCH_VECTOR) {
+    return; /* the stub switches on its way out */
+  }
+#endif
   if (f->vector < PIC1_VECTOR) {
     fault(f);
   }
@@ -364,6 +400,13 @@ void isr_dispatch(struct isr_frame *f)
   }
   if (irq == IRQ_PIT) {
     nr_tick_advance(&tick);
+#if NR_KERNEL
+    /* The kernel's tick (firmware/kernel): once a board ms, so its sleeps
+       and timeouts follow the board's time, device time included. */
+    if (tick.subtick == 0u) {
+      nr_kernel_tick();
+    }
+#endif
   } else if (irq == IRQ_COM1) {
     console_irq_handler();
   } else if (irq == NIC_IRQ) {

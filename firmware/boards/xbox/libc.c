@@ -184,3 +184,21 @@ void abort(void)
     __asm volatile("cli\n\thlt");
   }
 }
+
+#if NR_KERNEL
+#include "nr_kernel.h"
+
+/* Each thread's own (the kernel's), so a socket call's error in one thread
+   is not overwritten by another's before it is read. */
+int *nr_libc_errno(void)
+{
+  return nr_thread_errno();
+}
+#else
+static int errno_value;
+
+int *nr_libc_errno(void)
+{
+  return &errno_value;
+}
+#endif

@@ -6,7 +6,10 @@
  * leaves undefined, so a flat GDT of our own is loaded first. Every IDT
  * vector 0..47 has a stub that pushes the vector (and a dummy error code
  * where the CPU pushes none), so one C function, isr_dispatch() in board.c,
- * sees the same frame layout for exceptions and interrupts.
+ * sees the same frame layout for exceptions and interrupts. A firmware built
+ * with the kernel (NR_KERNEL) has vector 48 too, the switch a thread raises,
+ * and a common stub that runs handlers on an interrupt stack of their own
+ * and switches threads on the way out (arch/x86/kernel_port.c).
  */
 #include <stdint.h>
 #include <string.h>
@@ -80,10 +83,15 @@ __asm__(
   ".irp n, 32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47\n"
   "  ISR_NOERR \\n\n"
   ".endr\n"
+#if NR_KERNEL
+  /* The kernel's switch, raised by a thread (arch/x86/kernel_port.c). */
+  "  ISR_NOERR 48\n"
+#endif
 
   /* Flat ring-0 code only: no segment registers to save. The frame pointer
      passed is the pusha block, followed by vector, error code, eip, cs,
      eflags. */
+#if !NR_KERNEL
   "isr_common:\n"
   "  pushal\n"
   "  cld\n"
@@ -93,6 +101,42 @@ __asm__(
   "  popal\n"
   "  addl $8, %esp\n"
   "  iret\n"
+#else
+  /* With the kernel (arch/x86/kernel_port.c): the outermost interrupt moves
+     to the interrupt stack, so a thread's stack only ever holds this frame;
+     ebx (callee-saved, so it survives the calls) keeps the frame's address.
+     Leaving the outermost one with a switch pending (and not held by a
+     masked wait for an interrupt), the kernel picks the thread to resume and
+     the stub returns through that thread's frame instead. */
+  "isr_common:\n"
+  "  pushal\n"
+  "  cld\n"
+  "  movl %esp, %ebx\n"
+  "  movl nr_port_irq_depth, %eax\n"
+  "  incl nr_port_irq_depth\n"
+  "  testl %eax, %eax\n"
+  "  jnz 1f\n"
+  "  movl nr_port_irq_stack_top, %esp\n"
+  "1:\n"
+  "  pushl %ebx\n"
+  "  call isr_dispatch\n"
+  "  addl $4, %esp\n"
+  "  cmpl $1, nr_port_irq_depth\n"
+  "  jne 2f\n"
+  "  cmpl $0, nr_port_switch_pending\n"
+  "  je 2f\n"
+  "  cmpl $0, nr_port_switch_hold\n"
+  "  jne 2f\n"
+  "  pushl %ebx\n"
+  "  call nr_port_switch\n"
+  "  movl %eax, %ebx\n"
+  "2:\n"
+  "  decl nr_port_irq_depth\n"
+  "  movl %ebx, %esp\n"
+  "  popal\n"
+  "  addl $8, %esp\n"
+  "  iret\n"
+#endif
 
   ".section .rodata\n"
   ".align 4\n"
@@ -102,6 +146,9 @@ __asm__(
   "32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47\n"
   "  .long isr\\n\n"
   ".endr\n"
+#if NR_KERNEL
+  "  .long isr48\n"
+#endif
   ".text\n");
 
 void board_start(void)

@@ -4,6 +4,9 @@
  */
 #include "lwip/etharp.h"
 #include "lwip/netif.h"
+#if !NO_SYS
+#include "lwip/tcpip.h"
+#endif
 
 #include "board_config.h"
 #include "nr_board.h"
@@ -105,6 +108,26 @@ void e1000_start(uint32_t rx_ring, unsigned rx_count, unsigned rx_tail,
   }
 }
 
+#if !NO_SYS
+/* NO_SYS 0: the link poll runs in the receive thread, but the netif's link
+   state is lwIP core state, changed in the tcpip thread. A full mailbox
+   leaves it for the next poll, a second later. */
+static void link_up_in_core(void *arg)
+{
+  netif_set_link_up((struct netif *)arg);
+}
+
+static void link_down_in_core(void *arg)
+{
+  netif_set_link_down((struct netif *)arg);
+}
+#define LINK_SET_UP(n)   ((void)tcpip_try_callback(link_up_in_core, (n)))
+#define LINK_SET_DOWN(n) ((void)tcpip_try_callback(link_down_in_core, (n)))
+#else
+#define LINK_SET_UP(n)   netif_set_link_up(n)
+#define LINK_SET_DOWN(n) netif_set_link_down(n)
+#endif
+
 void e1000_link_poll(struct netif *netif)
 {
   uint32_t now = board_ms();
@@ -117,9 +140,9 @@ void e1000_link_poll(struct netif *netif)
   e1000_stats.rx_dropped_fifo += e1000_rd(E1000_MPC);
   up = (e1000_rd(E1000_STATUS) & STATUS_LU) != 0;
   if (up && !netif_is_link_up(netif)) {
-    netif_set_link_up(netif);
+    LINK_SET_UP(netif);
   } else if (!up && netif_is_link_up(netif)) {
-    netif_set_link_down(netif);
+    LINK_SET_DOWN(netif);
   }
 }
 

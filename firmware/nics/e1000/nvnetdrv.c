@@ -21,6 +21,21 @@
  *    and completed transmits (TXDW) and unmasks. nxdk hands the frames to
  *    its tcpip thread (tcpip_input); this NO_SYS port hands them to lwIP in
  *    the main loop, which is the same single-threaded lwIP context.
+ *
+ * NO_SYS 0 (the nxdk-nvnetdrv*-os profiles) follows nxdk's threads as PR 611
+ * had them: the ISR queued a DPC that set an event, an IRQ thread woken by
+ * it walked the RX ring (and freed completed TX pbufs), and an RX callback
+ * thread, woken by a semaphore per frame, called netif->input =
+ * tcpip_input(). Here the ISR gives the receive thread's semaphore
+ * (apps/nic_thread.c, NR_NIC_RX_THREAD 1) and that one thread does both
+ * jobs: nic_poll() takes the frames into tcpip_input() and reclaims the TX
+ * descriptors. Three contexts then share the rings: the receive thread,
+ * whichever thread frees a received pbuf (the tcpip thread, or an app's
+ * after a socket read), which puts its buffer back in the RX ring, and the
+ * transmit path (where lwIP's core runs). The RX ring's bookkeeping is
+ * guarded by masking interrupts (a few stores, no call that may block), the
+ * TX ring's by a mutex (reclaiming frees pbufs, which may take lwIP's heap
+ * mutex).
  */
 #include "e1000_drv.h"
 
@@ -32,6 +47,9 @@
 
 #include "nr_board.h"
 #include "x86/io.h"
+#if !NO_SYS
+#include "nr_kernel.h"
+#endif
 
 #ifndef NVNETDRV_RX_RING_SIZE
 #define NVNETDRV_RX_RING_SIZE 64 /* nxdk nvnetdrv default */
@@ -83,6 +101,20 @@ static unsigned tx_used;
 static volatile int work_pending;
 static volatile uint32_t irq_causes;
 
+#if !NO_SYS
+static struct nr_mutex tx_lock;
+#define RX_LOCK(irq)   ((irq) = board_irq_save())
+#define RX_UNLOCK(irq) board_irq_restore(irq)
+#define TX_LOCK()      ((void)nr_mutex_lock(&tx_lock, NR_FOREVER))
+#define TX_UNLOCK()    ((void)nr_mutex_unlock(&tx_lock))
+#else
+/* NO_SYS 1: the main loop is the driver's only user. */
+#define RX_LOCK(irq)   ((void)(irq))
+#define RX_UNLOCK(irq) ((void)(irq))
+#define TX_LOCK()      ((void)0)
+#define TX_UNLOCK()    ((void)0)
+#endif
+
 void nic_irq_handler(void)
 {
   uint32_t icr = e1000_rd(E1000_ICR);
@@ -92,6 +124,9 @@ void nic_irq_handler(void)
     irq_causes |= icr;
     work_pending = 1;
     e1000_wr(E1000_IMC, 0xFFFFFFFFu); /* until nic_poll() has done the work */
+#if !NO_SYS
+    nic_rx_wake_from_isr();
+#endif
   }
 }
 
@@ -125,31 +160,44 @@ static void rx_refill(void)
 static void rx_pbuf_free(struct pbuf *p)
 {
   struct rx_buffer *rb = (struct rx_buffer *)(void *)p;
+  uint32_t irq = 0;
 
+  RX_LOCK(irq);
   rx_free[rx_free_count++] = (uint16_t)(rb - rx_bufs);
   rx_refill();
+  RX_UNLOCK(irq);
 }
 
 static void rx_take(struct netif *netif)
 {
   for (unsigned n = 0; n < RX_BATCH; n++) {
     volatile struct e1000_rx_desc *d = &rx_ring[rx_next];
-    uint8_t status = d->status;
-    unsigned len = d->length;
+    uint8_t status;
+    unsigned len;
     uint16_t b;
     struct pbuf *p;
+    uint32_t irq = 0;
 
+    /* Masked: a descriptor at rx_tail still shows its last frame's DD until
+       a buffer is posted to it, which another thread may be doing. */
+    RX_LOCK(irq);
+    status = d->status;
+    len = d->length;
     if (rx_next == rx_tail || !(status & RXD_STAT_DD)) {
+      RX_UNLOCK(irq);
       return;
     }
     x86_barrier();
     b = rx_slot_buf[rx_next];
     rx_next = (rx_next + 1u) % RX_N;
+    RX_UNLOCK(irq);
     if (!(status & RXD_STAT_EOP) || (d->errors & RXD_ERR_MASK) || len < SIZEOF_ETH_HDR - ETH_PAD_SIZE ||
         len > E1000_FRAME_MAX) {
       LINK_STATS_INC(link.err);
+      RX_LOCK(irq);
       rx_free[rx_free_count++] = b;
       rx_refill();
+      RX_UNLOCK(irq);
       continue;
     }
     rx_bufs[b].pc.custom_free_function = rx_pbuf_free;
@@ -189,7 +237,9 @@ void nic_poll(struct netif *netif)
     irq_causes = 0;
     board_irq_restore(irq);
     rx_take(netif);
+    TX_LOCK();
     tx_reclaim();
+    TX_UNLOCK();
     if (!work_pending) {
       /* Causes raised while masked are still in ICR: unmasking re-raises
          the interrupt at once, so no frame is left waiting. */
@@ -239,15 +289,19 @@ static err_t nvnetdrv_linkoutput(struct netif *netif, struct pbuf *p)
     LINK_STATS_INC(link.drop);
     return ERR_IF;
   }
+  TX_LOCK();
   tx_reclaim();
   if (TX_N - 1u - tx_used < need) {
     /* nxdk waits on a semaphore for free descriptors; nothing else can run
-       in this NO_SYS main loop, so wait for the device here. */
+       in this NO_SYS main loop, so wait for the device here. (NO_SYS 0 spins
+       too, holding the TX lock: QEMU's e1000 sends a frame as its tail is
+       written, so the ring is never full for long.) */
     e1000_stats.tx_busy++;
     for (uint32_t i = 0; i < TX_SPIN_LIMIT && TX_N - 1u - tx_used < need; i++) {
       tx_reclaim();
     }
     if (TX_N - 1u - tx_used < need) {
+      TX_UNLOCK();
       LINK_STATS_INC(link.drop);
       return ERR_IF;
     }
@@ -281,6 +335,7 @@ static err_t nvnetdrv_linkoutput(struct netif *netif, struct pbuf *p)
   tx_pbuf[last_slot] = p;
   x86_barrier();
   e1000_wr(E1000_TDT, tx_next);
+  TX_UNLOCK();
   e1000_stats.tx_frames++;
   e1000_stats.tx_bytes += p->tot_len - ETH_PAD_SIZE;
   LINK_STATS_INC(link.xmit);
@@ -312,6 +367,9 @@ err_t nic_netif_init(struct netif *netif)
     return ERR_IF;
   }
   netif->linkoutput = nvnetdrv_linkoutput;
+#if !NO_SYS
+  nr_mutex_init(&tx_lock, 0);
+#endif
   for (unsigned i = 0; i < RX_N; i++) {
     rx_bufs[i].mem = rx_mem[i];
     rx_bufs[i].pc.custom_free_function = rx_pbuf_free;

@@ -15,6 +15,16 @@
  *
  * The device's interrupt stays masked: nxdk's pktdrv DPC only reclaimed TX
  * descriptors, which the spin in the transmit path does here.
+ *
+ * NO_SYS 0 (the nxdk-pktdrv-os profile) is what nxdk itself ran: lwIP's
+ * tcpip thread, and packet_timer an lwIP timeout in it, so the 5 ms poll,
+ * both copies and netif->input = tcpip_input() (each frame a message in the
+ * tcpip thread's own mailbox, handled once the poll returns) all happen in
+ * that one thread; there is no receive thread (the profile's
+ * NR_NIC_RX_NO_THREAD) and the link poll moves into packet_timer. The
+ * transmit path runs where lwIP's core runs (the tcpip thread, or a thread
+ * holding the core lock), so the driver's state has one user at a time, as
+ * with NO_SYS 1.
  */
 #include "e1000_drv.h"
 
@@ -26,6 +36,9 @@
 #include "lwip/stats.h"
 #include "lwip/timeouts.h"
 #include "netif/ethernet.h"
+#if !NO_SYS
+#include "lwip/tcpip.h"
+#endif
 
 #include "nr_board.h"
 #include "x86/io.h"
@@ -110,12 +123,19 @@ static void packet_timer(void *arg)
 {
   LWIP_UNUSED_ARG(arg);
   pktdrv_receive();
+#if !NO_SYS
+  e1000_link_poll(pkt_netif);
+#endif
   sys_timeout(PKTDRV_POLL_MS, packet_timer, NULL);
 }
 
 void nic_poll(struct netif *netif)
 {
+#if !NO_SYS
+  LWIP_UNUSED_ARG(netif); /* packet_timer polls the link */
+#else
   e1000_link_poll(netif);
+#endif
 }
 
 static int tx_frame_done(void)
@@ -172,7 +192,15 @@ err_t nic_netif_init(struct netif *netif)
      are full at RDT == RDH - 1). */
   e1000_start((uint32_t)(uintptr_t)rx_ring, PKTDRV_RING, PKTDRV_RING - 1u,
               (uint32_t)(uintptr_t)tx_ring, PKTDRV_RING, 0);
+#if !NO_SYS
+  /* The first poll runs in the tcpip thread, which arms the timeout from
+     there (nxdk's nxNetInit called packet_timer() itself). A timeout armed
+     from this thread would only be seen once the tcpip thread next woke,
+     up to a second later. */
+  (void)tcpip_try_callback(packet_timer, NULL);
+#else
   sys_timeout(PKTDRV_POLL_MS, packet_timer, NULL);
+#endif
   return ERR_OK;
 }
 
