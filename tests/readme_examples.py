@@ -53,8 +53,8 @@ COMMAND_TIMEOUT_S = 900
 FENCES = RawFencedCodeBlockLexer(info_pattern=re.compile(r"(?P<language>[^\n]*)$\n", re.M))
 MARKER_BEFORE = re.compile(r"<!--\s*example:(?P<body>(?:(?!-->).)*)-->\s*\Z", re.S)
 COMMAND_LANGUAGES = ("sh", "console")
-CLAIMS = ("holds", "FAILS", "unknown")
-AGREES = ("yes", "no", "fitted")  # a figure against the report's
+CLAIMS = ("holds", "FAILS", "unknown", "by-construction")
+AGREES = ("yes", "no", "fitted", "chosen")  # a figure against the report's
 
 
 # ------------------------------------------------------------------ parsing

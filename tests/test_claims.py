@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from harness.studies.cases import CaseResult
-from harness.studies.claims import CHECKS, agreement, combine, judge
+from harness.studies.claims import (
+    CHECKS,
+    CONSTRUCTION_MARK,
+    agreement,
+    claim_result,
+    combine,
+    construction_reason,
+    judge,
+)
 
 
 def case(name: str = "c", median: float | None = 10.0, report: Any = None, claim: dict | None = None,
@@ -167,3 +175,62 @@ def test_no_figure_is_no_answer_but_a_failed_run_is_a_no():
     within = case(median=30.0, report=31, runs_failed=1)
     assert agreement(within).agrees is False and agreement(within).delta_pct == pytest.approx(-3.2)
     assert agreement(case(median=37.0, report=[35, 39], runs_failed=1)).agrees is False
+
+
+# --- claims that hold by construction: shown, not counted -------------------------------------------------------
+
+def test_a_claim_of_what_the_profile_sets_holds_by_construction():
+    result = case(claim={"window": 23360, "mss": 1460, "window_scaling": False}, device_window_max=23360,
+                  device_mss=1460, window_scaling=False)
+    judge(result, {})
+    assert result.claim_holds is True and result.by_construction is True
+    assert claim_result(vars(result)) == "by-construction"
+    assert all(n.startswith("holds: ") and n.endswith(CONSTRUCTION_MARK) for n in result.claim_notes)
+    assert construction_reason(vars(result)) == ("window, mss, window_scaling: the capture against what the case's "
+                                                 "own profile sets")
+
+
+def test_a_by_construction_part_that_fails_fails_the_claim():
+    """The build did not honour an option: a real failure, counted as one."""
+    result = case(claim={"window": 23360}, device_window_max=46720)
+    judge(result, {})
+    assert result.claim_holds is False and result.by_construction is False
+    assert claim_result(vars(result)) == "fails"
+    assert result.claim_notes == [f"fails: device window 46720 (median None; claim 23360){CONSTRUCTION_MARK}"]
+
+
+def test_a_by_construction_part_left_unknown_leaves_the_claim_unknown():
+    result = case(claim={"mss": 1460}, device_mss=None)
+    judge(result, {})
+    assert result.claim_holds is None and not result.by_construction and claim_result(vars(result)) == "unknown"
+
+
+def test_a_mechanism_beside_the_by_construction_parts_is_what_the_claim_answers():
+    mixed = case(claim={"window": 23360, "verdict": "window-limited"}, device_window_max=23360,
+                 verdict="window-limited")
+    judge(mixed, {})
+    assert (mixed.claim_holds, mixed.by_construction, claim_result(vars(mixed))) == (True, False, "holds")
+    assert mixed.claim_notes[0].endswith(CONSTRUCTION_MARK) and not mixed.claim_notes[1].endswith(CONSTRUCTION_MARK)
+    failing = case(claim={"window": 23360, "verdict": "window-limited"}, device_window_max=23360,
+                   verdict="link-limited")
+    judge(failing, {})
+    assert claim_result(vars(failing)) == "fails"
+
+
+def test_a_claim_declared_by_construction_holds_by_construction_with_its_reason():
+    why = "the two profiles differ only in TCP_WND, which a send-buffer-limited TX does not use"
+    result = case("tx after", 24.4, claim={"close_to": {"case": "before", "within": 0.15}, "by_construction": why})
+    judge(result, others(case("before", 23.9)))
+    assert (result.claim_holds, result.by_construction, claim_result(vars(result))) == (True, True, "by-construction")
+    assert result.claim_notes == [f"holds: 2% from before (claim within 15%){CONSTRUCTION_MARK}"]
+    assert construction_reason(vars(result)) == why
+    apart = case("tx after", 30.0, claim={"close_to": {"case": "before", "within": 0.15}, "by_construction": why})
+    judge(apart, others(case("before", 23.9)))
+    assert (apart.claim_holds, claim_result(vars(apart))) == (False, "fails")  # then it was not by construction
+
+
+def test_a_failed_run_fails_a_by_construction_claim():
+    result = case(median=91.8, claim={"mss": 1460}, device_mss=1460, runs_failed=1, error="boot timed out")
+    judge(result, {})
+    assert (result.claim_holds, result.by_construction) == (False, False)
+    assert result.claim_notes[0] == "fails: 1 of 2 runs failed: boot timed out"

@@ -14,7 +14,7 @@ from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.rig.devicetime import TimeChoice
 from harness.rig.workload import WORKLOADS
-from harness.studies.claims import CHECKS
+from harness.studies.claims import CHECKS, DECLARED
 from harness.studies.report_check import check_report, key_lines
 from harness.studies.report_file import load_report, report_inputs, report_names, report_platform
 from harness.studies.report_schema import SCHEMA_PATH, report_schema, schema_text
@@ -96,7 +96,8 @@ def user_folder(tmp_path: Path, text: str = REPORT) -> Path:
 def test_the_published_schema_is_the_one_the_checker_uses():
     assert SCHEMA_PATH.read_text() == schema_text(), "run: ./netrepro report schema > reports/report.schema.json"
     case = report_schema()["properties"]["cases"]["items"]
-    assert set(case["properties"]["claim"]["properties"]) == set(CHECKS)
+    assert set(case["properties"]["claim"]["properties"]) == set(CHECKS) | {DECLARED}  # the checks, and why the
+                                                                                      # claim holds by construction
     assert case["properties"]["workload"]["enum"] == list(WORKLOADS)
 
 
@@ -141,6 +142,19 @@ def _line_of(text: str, needle: str) -> int:
     (('platform = "openmv-n6"', 'platform = "openmv-n7"'), "platform =", "unknown platform 'openmv-n7'"),
     (('seconds = 2', 'seconds = -2'), "seconds = -2", "the report has seconds -2"),
     (('repeats = 1', 'repeats = 1\n[oops'), "[oops", "not valid TOML"),
+    (('provenance = "report"\nsource = "the mail: ping 2 ms"', 'provenance = "chosen"\nwhy = "makes it window-'
+      'limited"\ncases = ["before", "befor"]'), 'cases = ["before"', "input 'office RTT' is chosen for unknown case "
+                                                                    "'befor'"),
+    (('workload = "rx"\nclaim = { window = 5840', 'workload = "rx"\nfigure_of = "nobody"\nclaim = { window = 5840'),
+     'figure_of = "nobody"', "case 'after' gives figure_of 'nobody', which the report does not have"),
+    (('workload = "rx"\nclaim = { window = 11680', 'workload = "rx"\nfigure_of = "after"\nclaim = { window = 11680'),
+     'figure_of = "after"', "case 'before' gives figure_of 'after', which comes after it"),
+    (('workload = "rx"\nclaim = { window = 5840', 'workload = "rx"\nfigure_of = "after"\nclaim = { window = 5840'),
+     'figure_of = "after"', "case 'after' gives figure_of 'after', which is itself"),
+    (('workload = "rx"\nclaim = { window = 5840', 'workload = "rx"\nreport_mbps = 20\nfigure_of = "before"\n'
+      'claim = { window = 5840'), 'figure_of = "before"', "gives figure_of 'before' but not the same report figure"),
+    (('claim = { window = 11680, mss = 1460 }', 'claim = { by_construction = "the same profile" }'),
+     "claim = { by_construction", "declares its claim by construction but checks nothing"),
 ])
 def test_a_problem_is_named_with_its_file_and_line(tmp_path, change, needle, message):
     old, new = change
@@ -156,6 +170,14 @@ def test_a_problem_is_named_with_its_file_and_line(tmp_path, change, needle, mes
     assert message in errors[0].text(), errors[0].text()
     assert errors[0].line == line, (errors[0].text(), line)
     assert errors[0].fix, "a problem comes with its fix"
+
+
+def test_a_figure_of_with_the_same_figure_and_a_declared_claim_pass_the_check(tmp_path):
+    text = (REPORT.replace('workload = "rx"\nclaim = { window = 11680', 'workload = "rx"\nreport_mbps = 40\n'
+                           'claim = { window = 11680', 1)
+            .replace('workload = "rx"\nclaim = { window = 5840', 'workload = "rx"\nreport_mbps = 40\n'
+                     'figure_of = "before"\nclaim = { by_construction = "the window is the profile\'s", window = 5840'))
+    assert [p.text() for p in check_report(user_folder(tmp_path, text)) if p.severity == "error"] == []
 
 
 def test_check_exits_1_on_an_error_and_prints_file_line(tmp_path):

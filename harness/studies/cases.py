@@ -48,18 +48,39 @@ class CaseResult:
     claim: dict[str, Any] = field(default_factory=dict)
     claim_holds: bool | None = None
     claim_notes: list[str] = field(default_factory=list)
+    by_construction: bool = False            # the claim holds, and every part of it by construction (claims.py)
     run_dirs: list[str] = field(default_factory=list)
     median_run_dir: str | None = None        # the run that speaks for the case (its figure is the median)
     against: dict[str, Any] | None = None    # the user's capture beside the median run's (a case with a capture)
     error: str | None = None                 # the first failure's message
     runs_failed: int = 0                     # runs that raised or gave no figure for this case's direction
+    runs_replaced: list[dict[str, Any]] = field(default_factory=list)  # runs the host disturbed, repeated at
+                                                                       # twice D (replaced_runs)
 
 
 def run_figure(run: RunResult, direction: str | None) -> float | None:
-    value = run.throughput_mbps
+    return direction_figure(run.throughput_mbps, direction)
+
+
+def direction_figure(value: Any, direction: str | None) -> float | None:
+    """A run's throughput (a number, or {rx, tx} for a two-way run) as the figure of one direction."""
     if direction is not None:
         value = value.get(direction) if isinstance(value, dict) else None
-    return float(value) if isinstance(value, float | int) else None
+    return float(value) if isinstance(value, float | int) and not isinstance(value, bool) else None
+
+
+def replaced_runs(runs: list[RunResult], direction: str | None) -> list[dict[str, Any]]:
+    """The runs the host disturbed that a repeat at twice D replaced (RunResult.replaced), each with the repeat
+    that stands for it (`by`), in this case's direction: a table lists them rather than hide them."""
+    found = []
+    for run in runs:
+        replaced = getattr(run, "replaced", None)  # a result.json older than `replaced` has none
+        if not replaced:
+            continue
+        dilation = run.time.get("dilation") if run.time else None
+        found.append({**replaced, "figure": direction_figure(replaced.get("figure"), direction),
+                      "by": {"run_dir": run.run_dir, "figure": run_figure(run, direction), "dilation": dilation}})
+    return found
 
 
 def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -> None:
@@ -69,6 +90,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.lwip_ram_total = next((r.lwip_ram["total"] for r in runs if r.lwip_ram), None)
     result.leaks = case_leaks(runs)
     result.runs_at_risk = sum(figures_at_risk(r.time) for r in runs)
+    result.runs_replaced = replaced_runs(runs, result.direction)
     if len(measured) < len(runs) and result.error is None:
         which = f"{result.direction} " if result.direction else ""
         result.error = (f"no {which}figure in {len(runs) - len(measured)} of the {len(runs)} finished runs "
@@ -141,6 +163,30 @@ def risk_notes(rows: list[dict[str, Any]], key: str) -> list[str]:
         return []
     return ["", "figures at risk (the host disturbed these runs even after a repeat at a larger D; their "
             "result.json says how): run with fewer jobs beside it", *risky]
+
+
+def replaced_notes(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """Below a table: every run the host disturbed that a repeat at twice D replaced, with both figures, so
+    that no figure is replaced silently."""
+    lines = [f"  {row[key]}: {replaced_text(entry)}" for row in rows for entry in row.get("runs_replaced") or []]
+    if not lines:
+        return []
+    return ["", "runs the host disturbed, repeated at twice D (the repeat's figure counts):", *lines]
+
+
+def replaced_text(entry: dict[str, Any]) -> str:
+    """'figure 20.1 Mbit/s at D=4, replaced by 22.3 Mbit/s at D=8: why' (a run that gave no figure: 'none')."""
+    by = entry.get("by") or {}
+    return (f"figure {_figure_or_none(entry.get('figure'))} at D={_dilation_text(entry.get('dilation'))}, replaced "
+            f"by {_figure_or_none(by.get('figure'))} at D={_dilation_text(by.get('dilation'))}: {entry.get('why')}")
+
+
+def _figure_or_none(value: Any) -> str:
+    return "none" if value is None else f"{value:g} Mbit/s"
+
+
+def _dilation_text(value: Any) -> str:
+    return "?" if value is None else f"{value:.3g}"
 
 
 def _median_of(values: list[float | None]) -> float | None:

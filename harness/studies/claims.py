@@ -4,6 +4,12 @@ and how far a case's figure is from the report's.
 A check answers True (holds), False (fails) or None (unknown: the evidence it needs is missing, e.g. no SYN
 was captured, or the case it compares with has no figure). Unknown is its own answer: a claim with an unknown
 part and no failing part is unknown, never quietly counted as holding or failing.
+
+Some parts hold by construction: `window`, `mss` and `window_scaling` compare the capture with what the case's
+own profile sets, and a case may declare its whole claim so (`by_construction = "why"`, e.g. two profiles that
+differ only in an option the workload does not use). Such a part is shown, its note marked, but it tests
+nothing the report says: a claim made only of them that holds answers `by-construction` and is not counted
+among the mechanisms. One that fails still fails (the build did not honour an option: a real failure).
 """
 
 from __future__ import annotations
@@ -17,6 +23,10 @@ from harness.studies.cases import CaseResult
 Outcome = tuple[bool | None, str]
 _PREFIX = {True: "holds: ", False: "fails: ", None: "unknown: "}
 DEFAULT_BAND = 0.15
+# the checks that compare the capture with what the case's own profile sets: they hold by construction
+BY_CONSTRUCTION = ("window", "mss", "window_scaling")
+DECLARED = "by_construction"  # a claim's key: the whole claim holds by construction, and why (not a check)
+CONSTRUCTION_MARK = " [by construction]"
 
 
 @dataclass(frozen=True)
@@ -35,11 +45,39 @@ def judge(result: CaseResult, others: dict[str, CaseResult]) -> None:
         result.claim_holds = False
         result.claim_notes = [f"fails: no successful run ({failed_runs_text(result)})"]
         return
-    outcomes = [CHECKS[key](result, value, others) for key, value in result.claim.items()]
+    parts = checked_parts(result.claim)
+    outcomes = [CHECKS[key](result, value, others) for key, value in parts.items()]
+    built = [part_by_construction(result.claim, key) for key in parts]
+    marks = [CONSTRUCTION_MARK if made else "" for made in built]
+    notes = [_PREFIX[ok] + note + mark for (ok, note), mark in zip(outcomes, marks, strict=True)]
     if result.runs_failed:  # a figure from the runs that happened to succeed is not the case's figure
         outcomes.insert(0, (False, failed_runs_text(result)))
+        notes.insert(0, "fails: " + failed_runs_text(result))
     result.claim_holds = combine([ok for ok, _ in outcomes])
-    result.claim_notes = [_PREFIX[ok] + note for ok, note in outcomes]
+    result.claim_notes = notes
+    # answered by construction only when it holds: a failing part is a real failure, an unknown one unknown
+    result.by_construction = result.claim_holds is True and all(built)
+
+
+def checked_parts(claim: dict[str, Any]) -> dict[str, Any]:
+    """The claim's checks (its `by_construction` reason is no check)."""
+    return {key: value for key, value in claim.items() if key != DECLARED}
+
+
+def part_by_construction(claim: dict[str, Any], key: str) -> bool:
+    """Whether this part of the claim holds by construction: declared for the whole claim, or a check of what
+    the case's own profile sets."""
+    return DECLARED in claim or key in BY_CONSTRUCTION
+
+
+def construction_reason(case: dict[str, Any]) -> str:
+    """Why a case's claim holds by construction: the reason it declares, else which of its checks compare the
+    capture with the case's own profile."""
+    claim = case.get("claim") or {}
+    if DECLARED in claim:
+        return str(claim[DECLARED])
+    keys = ", ".join(key for key in checked_parts(claim) if key in BY_CONSTRUCTION)
+    return f"{keys}: the capture against what the case's own profile sets"
 
 
 def combine(parts: list[bool | None]) -> bool | None:
@@ -53,6 +91,8 @@ def claim_result(result: dict[str, Any]) -> str | None:
     """The claim's answer by name for a case of the document: holds, fails, unknown, or None without a claim."""
     if not result.get("claim"):
         return None
+    if result.get("by_construction") and result.get("claim_holds") is True:
+        return "by-construction"
     return {True: "holds", False: "fails", None: "unknown"}[result.get("claim_holds")]
 
 
@@ -188,6 +228,29 @@ def percent(band: float) -> str:
 
 
 def summary_line(counts: dict[str, int], band: float) -> str:
-    """The line that closes a report's table: agreement with the report, mechanisms, failures."""
-    return (f"{counts['agree']} of {counts['figures']} report figures agree within {percent(band)}; "
-            f"mechanisms {counts['hold']} of {counts['mechanisms']} hold; {counts['fail']} cases fail")
+    """The line that closes a report's table: agreement with the report, mechanisms, failures. Each clause says
+    what it left out only when something was (documents written before a count existed lack its key)."""
+    return f"{_figures_clause(counts, band)}; {_mechanisms_clause(counts)}; {_failures_clause(counts)}"
+
+
+def _figures_clause(counts: dict[str, int], band: float) -> str:
+    repeated, split = counts.get("repeated", 0), counts.get("split", 0)
+    if not repeated:
+        return f"{counts['agree']} of {counts['figures']} report figures agree within {percent(band)}"
+    several = f"{repeated} measured by more than one case, each counted once"
+    split_text = f"; {split} split: its cases disagree, not counted as agreeing" if split else ""
+    return (f"{counts['agree']} of {counts['figures']} distinct report figures agree within {percent(band)} "
+            f"({several}{split_text})")
+
+
+def _mechanisms_clause(counts: dict[str, int]) -> str:
+    built = counts.get("by_construction", 0)
+    more = f" ({built} more by construction, not counted)" if built else ""
+    return f"mechanisms {counts['hold']} of {counts['mechanisms']} hold{more}"
+
+
+def _failures_clause(counts: dict[str, int]) -> str:
+    replaced = counts.get("replaced", 0)
+    cases = "1 case" if replaced == 1 else f"{replaced} cases"
+    more = f"; {cases} had a run the host disturbed replaced at twice D (listed below)" if replaced else ""
+    return f"{counts['fail']} cases fail{more}"

@@ -4,7 +4,9 @@ The format is reports/report.schema.json (harness/studies/report_schema.py); bes
 what a schema cannot: that the platform exists, that each case's link is a preset of the platform or of the
 report, that its profile is a shipped one or a lwipopts.h that exists (with its include folders, sources and
 stub headers), that a claim's case is in the report, that an assumed value lies in its range, that a case's
-capture is the file its SHA-256 names. Warnings (a `source` left empty, no [[inputs]]) are allowed.
+capture is the file its SHA-256 names, that a fitted or chosen input's cases and a case's `figure_of` (an
+earlier case with the same report figure) are in the report, that a claim declared by construction checks
+something. Warnings (a `source` left empty, no [[inputs]]) are allowed.
 """
 
 from __future__ import annotations
@@ -26,7 +28,13 @@ from harness.link import LinkSpec
 from harness.rig.platform import Platform, load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import TWO_WAY
-from harness.studies.report_schema import CPU_PROVENANCE, PROVENANCE, report_schema
+from harness.studies.report_schema import (
+    CPU_PROVENANCE,
+    PROVENANCE,
+    PROVENANCE_OPTIONAL,
+    provenance_keys,
+    report_schema,
+)
 
 _OTHER_CASE_CLAIMS = ("faster_than", "slower_than", "close_to", "ratio_to")
 _PROVENANCE_KEYS = {key for keys in PROVENANCE.values() for key in keys}
@@ -193,7 +201,7 @@ def _explain(error: jsonschema.ValidationError, path: tuple[Any, ...], data: dic
         return f"{where} has no {missing}", f"add {missing} = ... ({_describe(error.schema, missing)})", path
     if error.validator is None or schema is False:  # a key another provenance gives (the error names no key)
         item, kind = _at(data, path), _provenance(path, data)
-        extra = sorted(set(item) - set(PROVENANCE.get(kind, ())) & _PROVENANCE_KEYS)[0]
+        extra = sorted(set(item) - set(provenance_keys(kind)) & _PROVENANCE_KEYS)[0]
         return (f"{place(path, data)} has unknown key {extra}: an input of provenance '{kind}' does not give it",
                 f"remove it; each provenance gives: {_provenance_keys()}", (*path, extra))
     if error.validator == "enum":
@@ -202,6 +210,8 @@ def _explain(error: jsonschema.ValidationError, path: tuple[Any, ...], data: dic
     if key == "range":
         return f"{owner} has range {error.instance!r}", "write range = [low, high]", path
     if key == "cases" and path[0] == "inputs":
+        if _provenance(path, data) == "chosen":
+            return f"{owner} names no case", "name the cases whose figures hang on it", path
         return f"{owner} is fitted to no case", "name the cases whose figures it was fitted to", path
     if error.validator == "oneOf" and key == "cpu":
         return ("[cpu] gives both clock_mhz and ipc, or mips, not both or neither", "write clock_mhz and ipc, or mips",
@@ -227,7 +237,9 @@ def _provenance(path: tuple[Any, ...], data: dict[str, Any]) -> str:
 
 
 def _provenance_keys() -> str:
-    return "; ".join(f"{kind}: {', '.join(keys)}" for kind, keys in PROVENANCE.items())
+    def optional(kind: str) -> str:
+        return "".join(f" (optional {key})" for key in PROVENANCE_OPTIONAL.get(kind, ()))
+    return "; ".join(f"{kind}: {', '.join(keys)}{optional(kind)}" for kind, keys in PROVENANCE.items())
 
 
 def _at(data: Any, path: tuple[Any, ...]) -> Any:
@@ -344,11 +356,39 @@ def _case_problems(found: Found, i: int, case: dict[str, Any], platform: Platfor
         if other is not None and other not in names:
             found.add((*at, "claim", key), f"case '{case['case']}' compares with case '{other}', which the report "
                                            "does not have", f"use one of: {', '.join(sorted(names))}")
+    claim = case.get("claim") or {}
+    if "by_construction" in claim and len(claim) == 1:
+        found.add((*at, "claim", "by_construction"), f"case '{case['case']}' declares its claim by construction "
+                                                      "but checks nothing", "add the checks that hold by construction")
+    if "figure_of" in case:
+        _figure_of_problems(found, i, case)
     if "capture" in case:
         _capture_problems(found, (*at, "capture"), case["capture"], folder)
     if "source" in case and not case["source"].strip():
         found.add((*at, "source"), f"case '{case['case']}': the source of its figure is empty",
                   "fill in where the report gives it", "warning")
+
+
+def _figure_of_problems(found: Found, i: int, case: dict[str, Any]) -> None:
+    """figure_of names an earlier case that gives the same report figure: the one figure is counted once."""
+    at, other = ("cases", i, "figure_of"), case["figure_of"]
+    earlier = [c["case"] for c in found.data["cases"][:i]]
+    if other not in earlier:
+        later = other in [c["case"] for c in found.data["cases"][i + 1:]]
+        which = "is itself" if other == case["case"] else "comes after it" if later else "the report does not have"
+        found.add(at, f"case '{case['case']}' gives figure_of '{other}', which {which}",
+                  f"name an earlier case that measures the same report figure: {', '.join(earlier) or 'none'}")
+        return
+    first = next(c for c in found.data["cases"][:i] if c["case"] == other)
+    if _report_figure(case) is None or _report_figure(case) != _report_figure(first):
+        found.add(at, f"case '{case['case']}' gives figure_of '{other}' but not the same report figure "
+                      f"({_report_figure(case)} against {_report_figure(first)})",
+                  "give both cases the report's one figure, or remove figure_of")
+
+
+def _report_figure(case: dict[str, Any]) -> Any:
+    """The report figure a case gives, as written (report_mbps, else report_value)."""
+    return case.get("report_mbps", case.get("report_value"))
 
 
 def _profile_problems(found: Found, at: tuple[Any, ...], case: dict[str, Any], platform: Platform,
@@ -400,14 +440,23 @@ def _inputs_problems(found: Found, cases: set[str]) -> None:
         span, value = item.get("range"), item["value"]
         if isinstance(span, list) and span[0] > span[1]:
             found.add((*at, "range"), f"input '{name}' has range {span}", "write range = [low, high]")
-        elif (item["provenance"] == "assumed" and isinstance(span, list) and isinstance(value, int | float)
+        elif (item["provenance"] in ("assumed", "chosen") and isinstance(span, list) and isinstance(value, int | float)
                 and not isinstance(value, bool) and not span[0] <= value <= span[1]):
             found.add((*at, "range"), f"input '{name}' = {value} lies outside its range {span}",
-                      "an assumed value lies inside its plausible range: fix one of them")
-        for other in item.get("cases", []) if item["provenance"] == "fitted" else []:
-            if other not in cases:
-                found.add((*at, "cases"), f"input '{name}' is fitted to unknown case '{other}'",
-                          f"name the cases whose figures it was fitted to: {', '.join(sorted(cases))}")
+                      f"the {item['provenance']} value lies inside its plausible range: fix one of them")
+        _input_cases_problems(found, at, item, cases)
+
+
+def _input_cases_problems(found: Found, at: tuple[Any, ...], item: dict[str, Any], cases: set[str]) -> None:
+    """A fitted or chosen input names the cases whose figures it decides: each must be in the report."""
+    how = {"fitted": ("is fitted to", "it was fitted to"), "chosen": ("is chosen for", "hang on it")}
+    if item["provenance"] not in how:
+        return
+    verb, whose = how[item["provenance"]]
+    for other in item.get("cases", []):
+        if other not in cases:
+            found.add((*at, "cases"), f"input '{item['name']}' {verb} unknown case '{other}'",
+                      f"name the cases whose figures {whose}: {', '.join(sorted(cases))}")
 
 
 # ------------------------------------------------------------------ paths in a report

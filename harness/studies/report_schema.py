@@ -25,7 +25,12 @@ PROVENANCE: dict[str, tuple[str, ...]] = {
     "assumed": ("why", "range"),
     "fitted": ("from", "cases"),
     "capture": ("capture", "sha256", "frames"),
+    # picked to produce a mechanism the report implies (neither measured nor a neutral guess): the figures of
+    # its cases hang on it, so they show the choice worked rather than test the model
+    "chosen": ("why", "cases"),
 }
+# What a provenance may give besides what it must.
+PROVENANCE_OPTIONAL: dict[str, tuple[str, ...]] = {"chosen": ("range",)}
 # What [cpu] may say of its value's origin (fitted needs cases, which a part's speed is never fitted to here).
 CPU_PROVENANCE = ("report", "assumed", "capture")
 FIRMWARE_KEYS = ("include", "stub_headers", "sources", "lwip_tree")
@@ -76,6 +81,8 @@ def _claim() -> dict[str, Any]:
         "window": _with(_WHOLE, "the window the device advertised with nothing unread (exact, bytes)"),
         "mss": _with(_WHOLE, "the MSS the device advertised in its SYN (exact, bytes)"),
         "window_scaling": {"type": "boolean", "description": "whether the window-scale option was negotiated"},
+        "by_construction": _with(_NAME, "why the whole claim holds by construction (e.g. the two profiles differ "
+                                        "only in an option the workload does not use): shown, not counted"),
         "faster_than": _with(factor, "median >= factor x that case's median"),
         "slower_than": _with(factor, "median <= factor x that case's median"),
         "close_to": _with(within, "|median - that case's| <= within x that case's median"),
@@ -105,6 +112,8 @@ def _case() -> dict[str, Any]:
         "workload": {"enum": list(WORKLOADS), "description": "what the board and the peer run"},
         "report_mbps": _with(figure, "the report's figure in Mbit/s, or its range [low, high]"),
         "report_value": _with(_POSITIVE, "the report's figure in the report's own unit (needs unit, unit_bytes)"),
+        "figure_of": _with(_NAME, "an earlier case that measures the same report figure (e.g. under another "
+                                  "link setting): the figure is counted once"),
         "source": _with(_TEXT, "where the report gives this case's figure"),
         "claim": _claim(),
         "seconds": _with(_POSITIVE, "seconds of the board's time a run measures (default: the report's)"),
@@ -131,22 +140,28 @@ def _input() -> dict[str, Any]:
                              "or report: links.capture.rtt for this report's own keys)"),
         "calibrated": {"type": "object", "description": "what a calibration produced from the value"},
         "source": _with(_TEXT, "report: where in the report the value is given"),
-        "why": _with(_NAME, "assumed: why this value"),
+        "why": _with(_NAME, "assumed: why this value; chosen: the mechanism the report implies that it produces"),
         "range": _RANGE,
         "from": _with(_NAME, "fitted: the report figure it was derived from"),
-        "cases": _with({"type": "array", "items": _NAME, "minItems": 1}, "fitted: the cases it was fitted to"),
+        "cases": _with({"type": "array", "items": _NAME, "minItems": 1},
+                       "fitted: the cases it was fitted to; chosen: the cases whose figures hang on it"),
         "capture": _with(_NAME, "capture: the capture's file name"),
         "sha256": _with({"type": "string", "pattern": "^[0-9a-f]{64}$"}, "capture: the capture's SHA-256"),
         "frames": _with(_NAME, "capture: the frames the value was measured on (e.g. 1-4500 of stream 0)"),
     }
     rules = [{"if": {"properties": {"provenance": {"const": kind}}, "required": ["provenance"]},
               "then": {"required": list(needed),
-                       "properties": {key: False for key in sorted(keys - set(needed))}}}
+                       "properties": {key: False for key in sorted(keys - set(provenance_keys(kind)))}}}
              for kind, needed in PROVENANCE.items()]
     table = _table(properties, ("name", "value", "provenance"),
                    "one value the model was given apart from the figures it predicts, and where it came from")
     table["allOf"] = rules
     return table
+
+
+def provenance_keys(kind: str) -> tuple[str, ...]:
+    """The keys an input of this provenance may give: what it must, then what it may."""
+    return PROVENANCE.get(kind, ()) + PROVENANCE_OPTIONAL.get(kind, ())
 
 
 def _cpu() -> dict[str, Any]:

@@ -25,9 +25,14 @@ figure is still compared and written in Mbit/s, and the table shows both.
 Every case with a report figure is judged against it apart from its claim: `delta_pct` (signed, of
 netrepro's median against the figure; a range counts 0 inside it, else the distance to its nearer
 end) and `agrees` (within the report's `band`, default 0.15). The report's [[inputs]] say what
-the model was given and where each value came from: "report" (source), "assumed" (why, range) or
-"fitted" (from, cases); a figure an input was fitted to is `fitted` and not counted as agreement.
-A check that lacks its evidence is unknown, and a failed run fails its case's claim and agreement.
+the model was given and where each value came from: "report" (source), "assumed" (why, range),
+"fitted" (from, cases) or "chosen" (why, cases: picked to produce a mechanism the report implies); a
+figure an input was fitted to is `fitted`, one that hangs on a chosen input `chosen`, and neither is
+counted as agreement. A case that measures the same report figure as an earlier one (`figure_of`)
+does not count that figure twice: the two agree, disagree, or split. A claim that holds only by
+construction (claims.py) is shown and not counted among the mechanisms. A check that lacks its
+evidence is unknown, a failed run fails its case's claim and agreement, and a run the host disturbed
+that a repeat at twice D replaced is listed under the table.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from harness.studies.cases import (
     CaseResult,
     format_number,
     leak_notes,
+    replaced_notes,
     risk_notes,
     summarise_runs,
     thread_notes,
@@ -61,6 +67,7 @@ from harness.studies.claims import (
     DEFAULT_BAND,
     agreement,
     claim_result,
+    construction_reason,
     failed_runs_text,
     judge,
     percent,
@@ -79,6 +86,17 @@ def report_band(report: dict[str, Any]) -> float:
 def fitted_cases(report: dict[str, Any]) -> set[str]:
     """The cases whose report figures some input was fitted to: they cannot also test the model."""
     return {c for item in report.get("inputs", []) if item.get("provenance") == "fitted" for c in item["cases"]}
+
+
+def chosen_cases(inputs: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each case whose figure hangs on an input chosen to produce a mechanism, with those inputs' names: the
+    figure shows the choice worked, not that the model predicts it."""
+    found: dict[str, list[str]] = {}
+    for item in inputs:
+        if item.get("provenance") == "chosen":
+            for case in item["cases"]:
+                found.setdefault(case, []).append(item["name"])
+    return found
 
 
 def reproduce(name: str, out: Path | None = None, repeats: int | None = None, seconds: float | None = None,
@@ -127,28 +145,70 @@ def selected_cases(report: dict[str, Any], name: str, only: list[str] | None) ->
 
 def judged_document(report: dict[str, Any], results: list[CaseResult]) -> dict[str, Any]:
     """The band, the inputs and every (judged) case against the report, with the counts the summary line gives."""
-    band, fitted = report_band(report), fitted_cases(report)
-    cases = [case_document(r, band, r.case in fitted) for r in results]
-    return {"band": band, "inputs": report_inputs(report), "cases": cases,
-            "summary": summary(cases)}
+    band, fitted, inputs = report_band(report), fitted_cases(report), report_inputs(report)
+    chosen = chosen_cases(inputs)
+    specs = {spec["case"]: spec for spec in report.get("cases", [])}
+    cases = [case_document(r, band, r.case in fitted, r.case in chosen, specs.get(r.case, {}).get("figure_of"))
+             for r in results]
+    return {"band": band, "inputs": inputs, "cases": cases, "summary": summary(cases)}
 
 
-def case_document(result: CaseResult, band: float, fitted: bool) -> dict[str, Any]:
+def case_document(result: CaseResult, band: float, fitted: bool, chosen: bool = False,
+                  figure_of: str | None = None) -> dict[str, Any]:
     row = asdict(result)
     found = agreement(result, band)
-    row.update(delta_pct=found.delta_pct, agrees=found.agrees, fitted=fitted, claim_result=claim_result(row))
+    row.update(delta_pct=found.delta_pct, agrees=found.agrees, fitted=fitted, chosen=chosen, figure_of=figure_of,
+               claim_result=claim_result(row))
     return row
 
 
 def summary(cases: list[dict[str, Any]]) -> dict[str, int]:
-    """The counts behind the table's last line: fitted figures are not evidence, unknown is not holding."""
-    figures = [c for c in cases if c["report_mbps"] is not None and not c.get("fitted")]
-    claims = [c for c in cases if c.get("claim")]
+    """The counts behind the table's last line: fitted and chosen figures are not evidence, a report figure
+    that several cases measure counts once, unknown is not holding, by construction is not a mechanism."""
+    groups = figure_groups([c for c in cases if _counted_figure(c)])
+    answers = [_answer(c) for c in cases if c.get("claim")]
     failing = [c for c in cases if c["median_mbps"] is None or c.get("claim_holds") is False]
-    return {"figures": len(figures), "agree": sum(c.get("agrees") is True for c in figures),
+    return {"figures": len(groups), "agree": sum(group_agrees(g) is True for g in groups),
+            "repeated": sum(len(g) > 1 for g in groups), "split": sum(group_agrees(g) == "split" for g in groups),
             "fitted": sum(1 for c in cases if c.get("fitted") and c["report_mbps"] is not None),
-            "mechanisms": len(claims), "hold": sum(c.get("claim_holds") is True for c in claims),
-            "unknown": sum(_answer(c) == "unknown" for c in claims), "fail": len(failing)}
+            "chosen": sum(1 for c in cases if _chosen_figure(c)),
+            "mechanisms": sum(a != "by-construction" for a in answers), "hold": answers.count("holds"),
+            "unknown": answers.count("unknown"), "by_construction": answers.count("by-construction"),
+            "fail": len(failing), "replaced": sum(1 for c in cases if c.get("runs_replaced"))}
+
+
+def _counted_figure(case: dict[str, Any]) -> bool:
+    """A report figure that tests the model: neither fitted to it nor hanging on a chosen input."""
+    return case["report_mbps"] is not None and not case.get("fitted") and not case.get("chosen")
+
+
+def _chosen_figure(case: dict[str, Any]) -> bool:
+    return bool(case.get("chosen")) and not case.get("fitted") and case["report_mbps"] is not None
+
+
+def figure_groups(cases: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The cases grouped by the report figure they measure (a case's own, or the one `figure_of` names, followed
+    to the first case that measures it), in the order of their first case."""
+    names = {c["case"]: c for c in cases}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for case in cases:
+        groups.setdefault(_figure_root(case, names), []).append(case)
+    return list(groups.values())
+
+
+def _figure_root(case: dict[str, Any], names: dict[str, dict[str, Any]]) -> str:
+    seen = {case["case"]}
+    while case.get("figure_of") in names and case["figure_of"] not in seen:  # report_check rules out loops
+        case = names[case["figure_of"]]
+        seen.add(case["case"])
+    return case.get("figure_of") or case["case"]
+
+
+def group_agrees(group: list[dict[str, Any]]) -> bool | str | None:
+    """One report figure's verdict: its first case's, unless its cases disagree (one agrees, another not):
+    then "split", which is not agreement."""
+    verdicts = {c.get("agrees") for c in group} - {None}
+    return "split" if verdicts == {True, False} else group[0].get("agrees")
 
 
 def _answer(case: dict[str, Any]) -> str | None:
@@ -285,8 +345,9 @@ def format_report(document: dict[str, Any]) -> str:
     lines = [*_preamble(document, band), "", *_inputs_block(document.get("inputs") or []), ""]
     lines += _table(document, band)
     cases = document["cases"]
-    return "\n".join(lines + _notes(cases) + _against_notes(cases) + thread_notes(cases, "case")
-                     + leak_notes(cases, "case") + risk_notes(cases, "case"))
+    return "\n".join(lines + _notes(cases, document.get("inputs") or []) + _against_notes(cases)
+                     + thread_notes(cases, "case") + leak_notes(cases, "case") + replaced_notes(cases, "case")
+                     + risk_notes(cases, "case"))
 
 
 def _against_notes(cases: list[dict[str, Any]]) -> list[str]:
@@ -316,9 +377,11 @@ def _preamble(document: dict[str, Any], band: float) -> list[str]:
     if document.get("note"):
         lines.append(f"note: {document['note']}")
     pct = percent(band)
+    chosen = (" (or that hangs on an input chosen to produce a mechanism the report implies: marked chosen)"
+              if chosen_cases(document.get("inputs") or []) else "")
     lines.append(f"agreement: a report figure agrees when netrepro's median is within {pct} of it (a range: inside "
                  f"it or within {pct} of its ends; the report file's band); a figure an input was fitted to is "
-                 "marked fitted and not counted")
+                 f"marked fitted{chosen} and not counted")
     return lines
 
 
@@ -348,10 +411,14 @@ def input_line(item: dict[str, Any]) -> str:
         return f"{text} [assumed: {item['why']}; range {low:g}-{high:g}{unit}]"
     if kind == "capture":
         return f"{text} [capture: {item['capture']} (sha256 {str(item['sha256'])[:12]}), {item['frames']}]"
+    if kind == "chosen":
+        span = f"; range {item['range'][0]:g}-{item['range'][1]:g}{unit}" if item.get("range") else ""
+        return f"{text} [chosen: {item['why']}; the figures of {', '.join(item['cases'])} hang on it{span}]"
     return f"{text} [fitted from {item['from']}; fitted to the figures of {', '.join(item['cases'])}]"
 
 
-_MECHANISMS = {"holds": "holds", "fails": "FAILS", "unknown": "unknown", None: "-"}
+_MECHANISMS = {"holds": "holds", "fails": "FAILS", "unknown": "unknown", "by-construction": "by-construction",
+               None: "-"}
 _NETREPRO_HEAD = "netrepro median (min-max, n runs)"
 
 
@@ -412,22 +479,43 @@ def _delta_text(delta: float | None) -> str:
 def _agrees_text(c: dict[str, Any]) -> str:
     if c.get("fitted") and c["report_mbps"] is not None:
         return "fitted"
+    if c.get("chosen") and c["report_mbps"] is not None:
+        return "chosen"
     return {True: "yes", False: "no", None: "-"}[c.get("agrees")]
 
 
-def _notes(cases: list[dict[str, Any]]) -> list[str]:
-    """Below the table: failed runs, fitted figures, and the claims that failed or were left unknown."""
+def _notes(cases: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> list[str]:
+    """Below the table: failed runs, fitted and chosen figures, figures counted once, and the claims that failed,
+    were left unknown or hold only by construction."""
+    chosen = chosen_cases(inputs)
     lines: list[str] = []
     sections = [
         ("runs that failed:", [f"  {c['case']}: {failed_runs_text(c)}" for c in cases if c.get("runs_failed")]),
         ("figures an input was fitted to (not counted as agreement):",
          [f"  {c['case']}" for c in cases if c.get("fitted") and c["report_mbps"] is not None]),
+        ("figures that hang on a chosen input (not counted):",
+         [f"  {c['case']}: {'; '.join(chosen.get(c['case'], []))}" for c in cases if _chosen_figure(c)]),
+        ("report figures measured by more than one case (counted once):", _repeated_notes(cases)),
         ("claims that do not hold:", _claim_notes(cases, "fails")),
         ("claims left unknown (the evidence is missing):", _claim_notes(cases, "unknown")),
+        ("claims that hold by construction (shown, not counted):",
+         [f"  {c['case']}: {construction_reason(c)}" for c in cases if _answer(c) == "by-construction"]),
     ]
     for title, notes in sections:
         if notes:
             lines += ["", title, *notes]
+    return lines
+
+
+def _repeated_notes(cases: list[dict[str, Any]]) -> list[str]:
+    """Each report figure several counted cases measure: its cases' answers, and the one that counts."""
+    lines = []
+    for group in figure_groups([c for c in cases if _counted_figure(c)]):
+        if len(group) > 1:
+            answers = ", ".join(f"{c['case']} {_agrees_text(c)}" for c in group)
+            verdict = group_agrees(group)
+            counted = "split (not counted as agreeing)" if verdict == "split" else _agrees_text(group[0])
+            lines.append(f"  {group[0]['case']}: {answers}: counts as {counted}")
     return lines
 
 

@@ -81,6 +81,9 @@ class RunResult:
     analysis: AnalysisSummary | None = None       # the capture's analysis, once the run finished
     plots: list[str] = field(default_factory=list)
     captured_at: str = "device"  # the side of the link `capture` was taken at (a result.json without it: device)
+    # a repeat at twice D (measure_trusted): the run the host disturbed, which this one replaces (run_dir, figure,
+    # dilation, why), kept so that a table can say so; None for a run that replaced nothing
+    replaced: dict[str, Any] | None = None
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
     def record(self, transfers: list[Transfer], two_way: bool = False) -> None:
@@ -400,7 +403,8 @@ def start_trusted(plan: RunPlan, run_dir: Path, analyser: Analyser,
 
 
 def measure_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
-    """execute_trusted's runs, the one that stands not yet analysed."""
+    """execute_trusted's runs, the one that stands not yet analysed; a repeat records the run it replaced
+    (RunResult.replaced), which reproduce's table lists."""
     measured = plan.measure(run_dir, progress)
     time = measured.result.time
     if not figures_at_risk(time):
@@ -408,10 +412,15 @@ def measure_trusted(plan: RunPlan, run_dir: Path, progress: Progress | None = No
     slower = plan.time.slower()
     (progress or Progress(quiet=True)).warn(f"{risk_text(time)} at D = {plan.time.dilation:g}; "
                                             f"repeating at D = {slower.dilation:g}")
-    measured.analysed()  # the lagged run's folder keeps its analysis too
+    disturbed = measured.analysed()  # the lagged run's folder keeps its analysis too
     retry_dir = run_dir.with_name(run_dir.name + "-slower")
     retry_dir.mkdir()
-    return replace(plan, time=slower).measure(retry_dir, progress)
+    repeat = replace(plan, time=slower).measure(retry_dir, progress)
+    # the repeat stands in for the disturbed run: say so in its result, so that no table replaces it silently
+    repeat.result.replaced = {"run_dir": disturbed.run_dir, "figure": disturbed.throughput_mbps,
+                              "dilation": plan.time.dilation, "why": risk_text(time)}
+    repeat.result.save()
+    return repeat
 
 
 def figures_at_risk(time: dict[str, Any]) -> bool:

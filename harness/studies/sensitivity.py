@@ -254,10 +254,11 @@ def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> boo
 
 def plan_inputs(report: dict[str, Any], name: str, time: TimeChoice,
                 ran: list[str]) -> tuple[list[Varied], list[dict[str, Any]]]:
-    """The report's assumed inputs: those netrepro varies, and the others with why not (`ran`: the cases run)."""
+    """The report's assumed inputs (and chosen ones: their figures hang on them): those netrepro varies, and the
+    others with why not (`ran`: the cases run)."""
     varied, not_varied = [], []
     for item in report_inputs(report):
-        if item.get("provenance") != "assumed":
+        if item.get("provenance") not in ("assumed", "chosen"):
             continue
         try:
             varied.append(plan_input(item, report, name, time, ran))
@@ -270,6 +271,8 @@ def plan_input(item: dict[str, Any], report: dict[str, Any], name: str, time: Ti
                ran: list[str]) -> Varied:
     if (item.get("sets") or "").strip().endswith(": unit_bytes"):
         raise Unvaried(_unit_bytes_reason(item))
+    if "range" not in item:  # a chosen input need not give one
+        raise Unvaried("it gives no range to vary it over")
     target = parse_sets(item.get("sets"))
     value, (low, high), unit = item["value"], item["range"], item.get("unit")
     if isinstance(value, bool) or not isinstance(value, int | float):
