@@ -29,32 +29,16 @@
 
 #include "nr_printf.h"
 #include "apps.h"
+#include "iperf_proto.h"
 #include "shell.h"
 #include "tx_session.h"
-
-#define IPERF_DEFAULT_SECONDS 10u
-#define IPERF_HEADER_LEN 24u
-#define PATTERN_PERIOD 10u
 
 static void *server_handle;
 
 static struct tx_session client;
 static uint32_t client_byte_limit; /* 0: time-limited */
-static uint8_t client_header[IPERF_HEADER_LEN];
-static uint8_t pattern[TCP_MSS + PATTERN_PERIOD];
-
-static const char *report_name(enum lwiperf_report_type type)
-{
-  switch (type) {
-  case LWIPERF_TCP_DONE_SERVER:             return "LWIPERF_TCP_DONE_SERVER";
-  case LWIPERF_TCP_DONE_CLIENT:             return "LWIPERF_TCP_DONE_CLIENT";
-  case LWIPERF_TCP_ABORTED_LOCAL:           return "LWIPERF_TCP_ABORTED_LOCAL";
-  case LWIPERF_TCP_ABORTED_LOCAL_DATAERROR: return "LWIPERF_TCP_ABORTED_LOCAL_DATAERROR";
-  case LWIPERF_TCP_ABORTED_LOCAL_TXERROR:   return "LWIPERF_TCP_ABORTED_LOCAL_TXERROR";
-  case LWIPERF_TCP_ABORTED_REMOTE:          return "LWIPERF_TCP_ABORTED_REMOTE";
-  default:                                  return "LWIPERF_UNKNOWN";
-  }
-}
+static uint8_t client_header[IPERF_HDR_LEN];
+static uint8_t pattern[TCP_MSS + IPERF_PATTERN_PERIOD];
 
 static void server_report(void *arg, enum lwiperf_report_type type,
                           const ip_addr_t *local_addr, u16_t local_port,
@@ -69,7 +53,7 @@ static void server_report(void *arg, enum lwiperf_report_type type,
   LWIP_UNUSED_ARG(kbps_lwiperf); /* (bytes / ms) * 8 loses precision */
   ipaddr_ntoa_r(remote_addr, ip, sizeof(ip));
   shell_async("IPERF role=server report=%s remote=%s:%u bytes=%lu ms=%lu kbps=%lu\n",
-              report_name(type), ip, (unsigned)remote_port, (unsigned long)bytes,
+              iperf_report_name(type), ip, (unsigned)remote_port, (unsigned long)bytes,
               (unsigned long)ms, (unsigned long)tx_kbps(bytes, ms));
 }
 
@@ -85,24 +69,6 @@ static void start_server(void)
   nr_printf("iperf server listening on port %d\n", LWIPERF_TCP_PORT_DEFAULT);
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-  v = lwip_htonl(v);
-  memcpy(p, &v, 4);
-}
-
-/* iperf2 client header: flags, threads, port, buffer length, window/rate,
-   amount (bytes, or negative hundredths of a second). */
-static void build_header(uint32_t amount)
-{
-  put_be32(&client_header[0], 0);
-  put_be32(&client_header[4], 1);
-  put_be32(&client_header[8], client.remote_port);
-  put_be32(&client_header[12], 0);
-  put_be32(&client_header[16], 0);
-  put_be32(&client_header[20], amount);
-}
-
 static int client_fill(struct tx_session *s)
 {
   for (;;) {
@@ -114,11 +80,11 @@ static int client_fill(struct tx_session *s)
     if (client_byte_limit != 0 && s->written >= client_byte_limit) {
       return TX_ALL_WRITTEN;
     }
-    if (s->written < IPERF_HEADER_LEN) {
+    if (s->written < IPERF_HDR_LEN) {
       src = &client_header[s->written];
-      len = IPERF_HEADER_LEN - s->written;
+      len = IPERF_HDR_LEN - s->written;
     } else {
-      src = &pattern[(s->written - IPERF_HEADER_LEN) % PATTERN_PERIOD];
+      src = &pattern[(s->written - IPERF_HDR_LEN) % IPERF_PATTERN_PERIOD];
       len = TCP_MSS;
     }
     len = LWIP_MIN(len, space);
@@ -156,57 +122,27 @@ static void client_done(struct tx_session *s, err_t err)
   }
 }
 
-/* Parses "<ip> [-p port] [-t seconds | -n bytes]" into the client session. */
-static int parse_client_args(int argc, char **argv, uint32_t *seconds)
-{
-  uint32_t port = LWIPERF_TCP_PORT_DEFAULT;
-  int have_t = 0;
-  ip4_addr_t ip;
-
-  if (argc < 3 || !shell_parse_ip4(argv[2], &ip)) {
-    return 0;
-  }
-  ip_addr_copy_from_ip4(client.remote_ip, ip);
-  *seconds = IPERF_DEFAULT_SECONDS;
-  client_byte_limit = 0;
-  for (int i = 3; i < argc; i += 2) {
-    uint32_t v;
-    if (i + 1 >= argc || !shell_parse_u32(argv[i + 1], &v)) {
-      return 0;
-    }
-    if (strcmp(argv[i], "-p") == 0 && v > 0 && v <= 0xFFFFu) {
-      port = v;
-    } else if (strcmp(argv[i], "-t") == 0 && v > 0 && v <= 86400u && client_byte_limit == 0) {
-      *seconds = v;
-      have_t = 1;
-    } else if (strcmp(argv[i], "-n") == 0 && v > 0 && !have_t) {
-      client_byte_limit = v;
-    } else {
-      return 0;
-    }
-  }
-  client.remote_port = (u16_t)port;
-  return 1;
-}
-
 static void start_client(int argc, char **argv)
 {
-  uint32_t seconds;
+  struct iperf_client_args args;
   err_t err;
 
   if (client.pcb != NULL) {
     nr_printf("ERROR: iperf client already running\n");
     return;
   }
-  if (!parse_client_args(argc, argv, &seconds)) {
-    nr_printf("ERROR: usage: iperf client <ip> [-p port] [-t seconds | -n bytes]\n");
+  if (!iperf_client_args_parse(argc, argv, &args)) {
+    nr_printf("ERROR: usage: " IPERF_CLIENT_USAGE "\n");
     return;
   }
-  build_header(client_byte_limit != 0 ? client_byte_limit : (uint32_t)-(int32_t)(seconds * 100u));
+  ip_addr_copy(client.remote_ip, args.ip);
+  client.remote_port = args.port;
+  client_byte_limit = args.bytes;
+  iperf_header_write(client_header, args.port, args.bytes, args.seconds * 1000u);
   for (size_t i = 0; i < sizeof(pattern); i++) {
-    pattern[i] = (uint8_t)('0' + i % PATTERN_PERIOD);
+    pattern[i] = (uint8_t)('0' + i % IPERF_PATTERN_PERIOD);
   }
-  client.duration_ms = client_byte_limit != 0 ? 0 : seconds * 1000u;
+  client.duration_ms = args.bytes != 0 ? 0 : args.seconds * 1000u;
   client.fill = client_fill;
   client.done = client_done;
   err = tx_session_start(&client);
@@ -222,7 +158,7 @@ static void cmd_iperf(int argc, char **argv)
   } else if (argc >= 3 && strcmp(argv[1], "client") == 0) {
     start_client(argc, argv);
   } else {
-    nr_printf("ERROR: usage: iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes]\n");
+    nr_printf("ERROR: usage: " IPERF_USAGE "\n");
   }
 }
 
@@ -233,7 +169,7 @@ static void iperf_poll(void)
 
 const struct nr_app nr_app_iperf = {
   "iperf", "iperf",
-  "iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes] - iperf2 TCP test",
+  IPERF_USAGE " - iperf2 TCP test",
   cmd_iperf, NULL, iperf_poll,
 };
 

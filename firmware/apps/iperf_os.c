@@ -63,11 +63,11 @@
 
 #include "nr_printf.h"
 #include "apps.h"
+#include "iperf_proto.h"
 #include "shell.h"
 #include "tx_session.h"
 
 #define IPERF_PORT            LWIPERF_TCP_PORT_DEFAULT
-#define IPERF_DEFAULT_SECONDS 10u
 /* Where the options file compiles receive/send timeouts in, a connection
    idle this long ends its test, as lwiperf's LWIPERF_TCP_MAX_IDLE_SEC does,
    instead of holding its thread for good. */
@@ -75,18 +75,6 @@
 /* Bytes per write and per read: a multiple of the pattern's period, so
    back-to-back writes of the one buffer keep the pattern continuous. */
 #define IPERF_IO_SIZE         8000u
-#define PATTERN_PERIOD        10u
-
-/* iperf2's client header as lwiperf reads it (lwiperf_settings_t): six
-   big-endian words; the two not named here (buffer length, window/rate) are
-   unused by both sides and stay 0 in the header we send. */
-#define HDR_LEN    24u
-#define HDR_FLAGS   0u
-#define HDR_THREADS 4u
-#define HDR_PORT    8u  /* where the client listens for a test sent back */
-#define HDR_AMOUNT 20u  /* bytes, or (negative) hundredths of a second */
-#define FLAG_ANSWER_TEST 0x80000000u /* send a test back ... */
-#define FLAG_ANSWER_NOW  0x00000001u /* ... at once (-d), else after this one (-r) */
 
 /* ---- the API layer: the one place sockets and netconn differ ----
    Each call returns ERR_OK or lwIP's err_t; io_recv() returns the length of
@@ -364,41 +352,14 @@ static void report(struct reporter *r, const char *fmt, ...)
   }
 }
 
-static const char *report_name(enum lwiperf_report_type type)
-{
-  switch (type) {
-  case LWIPERF_TCP_DONE_SERVER:             return "LWIPERF_TCP_DONE_SERVER";
-  case LWIPERF_TCP_DONE_CLIENT:             return "LWIPERF_TCP_DONE_CLIENT";
-  case LWIPERF_TCP_ABORTED_LOCAL:           return "LWIPERF_TCP_ABORTED_LOCAL";
-  case LWIPERF_TCP_ABORTED_LOCAL_DATAERROR: return "LWIPERF_TCP_ABORTED_LOCAL_DATAERROR";
-  case LWIPERF_TCP_ABORTED_LOCAL_TXERROR:   return "LWIPERF_TCP_ABORTED_LOCAL_TXERROR";
-  case LWIPERF_TCP_ABORTED_REMOTE:          return "LWIPERF_TCP_ABORTED_REMOTE";
-  default:                                  return "LWIPERF_UNKNOWN";
-  }
-}
-
 static void report_server(struct reporter *r, enum lwiperf_report_type type, const ip_addr_t *ip,
                           u16_t port, uint32_t bytes, uint32_t ms)
 {
   char addr[IPADDR_STRLEN_MAX];
 
   ipaddr_ntoa_r(ip, addr, sizeof(addr));
-  report(r, "IPERF role=server report=%s remote=%s:%u bytes=%lu ms=%lu kbps=%lu\n", report_name(type),
+  report(r, "IPERF role=server report=%s remote=%s:%u bytes=%lu ms=%lu kbps=%lu\n", iperf_report_name(type),
          addr, (unsigned)port, (unsigned long)bytes, (unsigned long)ms, (unsigned long)tx_kbps(bytes, ms));
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-  uint32_t v;
-
-  memcpy(&v, p, 4);
-  return lwip_ntohl(v);
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-  v = lwip_htonl(v);
-  memcpy(p, &v, 4);
 }
 
 /* ---- the sender: one outgoing stream at a time ---- */
@@ -417,7 +378,7 @@ static sys_sem_t sender_go;
 static struct reporter sender_report;
 /* The header, then the pattern; the first write starts at the header, the
    others at the pattern. */
-static uint8_t tx_buf[HDR_LEN + IPERF_IO_SIZE];
+static uint8_t tx_buf[IPERF_HDR_LEN + IPERF_IO_SIZE];
 
 /* Claims the sender for a new stream (from the command or the server's
    thread); 0 if it is busy. */
@@ -436,7 +397,7 @@ static int claim_sender(void)
 static err_t send_all(io_conn c, uint32_t t0, uint32_t *sent)
 {
   for (;;) {
-    size_t off = *sent == 0 ? 0 : HDR_LEN;
+    size_t off = *sent == 0 ? 0 : IPERF_HDR_LEN;
     size_t len = sizeof(tx_buf) - off;
     err_t err;
 
@@ -464,11 +425,7 @@ static void run_stream(void)
   io_conn c;
   err_t err;
 
-  put_be32(&tx_buf[HDR_FLAGS], 0);
-  put_be32(&tx_buf[HDR_THREADS], 1);
-  put_be32(&tx_buf[HDR_PORT], stream.port);
-  put_be32(&tx_buf[HDR_AMOUNT], stream.limit_bytes != 0 ? stream.limit_bytes
-                                                      : (uint32_t)-(int32_t)(stream.limit_ms / 10u));
+  iperf_header_write(tx_buf, stream.port, stream.limit_bytes, stream.limit_ms);
   err = io_connect(&stream.ip, stream.port, &c);
   if (err == ERR_OK) {
     uint32_t t0 = sys_now();
@@ -509,7 +466,7 @@ static void sender_thread(void *arg)
 {
   LWIP_UNUSED_ARG(arg);
   for (size_t i = 0; i < IPERF_IO_SIZE; i++) {
-    tx_buf[HDR_LEN + i] = (uint8_t)('0' + i % PATTERN_PERIOD);
+    tx_buf[IPERF_HDR_LEN + i] = (uint8_t)('0' + i % IPERF_PATTERN_PERIOD);
   }
   for (;;) {
     (void)sys_arch_sem_wait(&sender_go, 0);
@@ -528,14 +485,14 @@ static struct reporter server_report;
    is busy with another stream. */
 static int send_back(const uint8_t *hdr, const ip_addr_t *ip)
 {
-  uint32_t amount = get_be32(&hdr[HDR_AMOUNT]);
+  uint32_t amount = iperf_get_be32(&hdr[IPERF_HDR_AMOUNT]);
 
   if (!claim_sender()) {
     return 0;
   }
   memset(&stream, 0, sizeof(stream));
   ip_addr_copy(stream.ip, *ip);
-  stream.port = (u16_t)get_be32(&hdr[HDR_PORT]);
+  stream.port = (u16_t)iperf_get_be32(&hdr[IPERF_HDR_PORT]);
   if (amount & 0x80000000u) {
     stream.limit_ms = (uint32_t)-(int32_t)amount * 10u;
   } else {
@@ -552,7 +509,7 @@ static int send_back(const uint8_t *hdr, const ip_addr_t *ip)
 static void serve(io_conn c, const ip_addr_t *ip, u16_t port)
 {
   enum lwiperf_report_type type = LWIPERF_TCP_DONE_SERVER;
-  uint8_t hdr[HDR_LEN];
+  uint8_t hdr[IPERF_HDR_LEN];
   size_t have = 0;
   uint32_t bytes = 0;
   uint32_t t0 = sys_now();
@@ -560,7 +517,7 @@ static void serve(io_conn c, const ip_addr_t *ip, u16_t port)
   uint32_t ms;
 
   for (;;) {
-    int n = io_recv(c, &hdr[have], HDR_LEN - have);
+    int n = io_recv(c, &hdr[have], IPERF_HDR_LEN - have);
 
     if (n == 0) {
       break;
@@ -571,11 +528,11 @@ static void serve(io_conn c, const ip_addr_t *ip, u16_t port)
       break;
     }
     bytes += (uint32_t)n;
-    if (have < HDR_LEN) {
-      have += LWIP_MIN((size_t)n, HDR_LEN - have);
-      if (have == HDR_LEN) {
-        flags = get_be32(&hdr[HDR_FLAGS]);
-        if ((flags & (FLAG_ANSWER_TEST | FLAG_ANSWER_NOW)) == (FLAG_ANSWER_TEST | FLAG_ANSWER_NOW) &&
+    if (have < IPERF_HDR_LEN) {
+      have += LWIP_MIN((size_t)n, IPERF_HDR_LEN - have);
+      if (have == IPERF_HDR_LEN) {
+        flags = iperf_get_be32(&hdr[IPERF_HDR_FLAGS]);
+        if ((flags & (IPERF_FLAG_ANSWER_TEST | IPERF_FLAG_ANSWER_NOW)) == (IPERF_FLAG_ANSWER_TEST | IPERF_FLAG_ANSWER_NOW) &&
             !send_back(hdr, ip)) {
           type = LWIPERF_TCP_ABORTED_LOCAL_TXERROR;
           break;
@@ -586,9 +543,9 @@ static void serve(io_conn c, const ip_addr_t *ip, u16_t port)
   ms = sys_now() - t0;
   io_close(c);
   report_server(&server_report, type, ip, port, bytes, ms);
-  if (type == LWIPERF_TCP_DONE_SERVER && (flags & (FLAG_ANSWER_TEST | FLAG_ANSWER_NOW)) == FLAG_ANSWER_TEST &&
+  if (type == LWIPERF_TCP_DONE_SERVER && (flags & (IPERF_FLAG_ANSWER_TEST | IPERF_FLAG_ANSWER_NOW)) == IPERF_FLAG_ANSWER_TEST &&
       !send_back(hdr, ip)) {
-    report_server(&server_report, LWIPERF_TCP_ABORTED_LOCAL_TXERROR, ip, (u16_t)get_be32(&hdr[HDR_PORT]), 0, 0);
+    report_server(&server_report, LWIPERF_TCP_ABORTED_LOCAL_TXERROR, ip, (u16_t)iperf_get_be32(&hdr[IPERF_HDR_PORT]), 0, 0);
   }
 }
 
@@ -643,47 +600,12 @@ static void start_server(void)
   nr_printf("iperf server listening on port %d\n", IPERF_PORT);
 }
 
-/* "<ip> [-p port] [-t seconds | -n bytes]", as iperf.c reads it. */
-static int parse_client_args(int argc, char **argv, struct stream *s)
-{
-  uint32_t port = IPERF_PORT;
-  uint32_t seconds = IPERF_DEFAULT_SECONDS;
-  int have_t = 0;
-  ip4_addr_t ip;
-
-  if (argc < 3 || !shell_parse_ip4(argv[2], &ip)) {
-    return 0;
-  }
-  memset(s, 0, sizeof(*s));
-  ip_addr_copy_from_ip4(s->ip, ip);
-  for (int i = 3; i < argc; i += 2) {
-    uint32_t v;
-
-    if (i + 1 >= argc || !shell_parse_u32(argv[i + 1], &v)) {
-      return 0;
-    }
-    if (strcmp(argv[i], "-p") == 0 && v > 0 && v <= 0xFFFFu) {
-      port = v;
-    } else if (strcmp(argv[i], "-t") == 0 && v > 0 && v <= 86400u && s->limit_bytes == 0) {
-      seconds = v;
-      have_t = 1;
-    } else if (strcmp(argv[i], "-n") == 0 && v > 0 && !have_t) {
-      s->limit_bytes = v;
-    } else {
-      return 0;
-    }
-  }
-  s->port = (u16_t)port;
-  s->limit_ms = s->limit_bytes != 0 ? 0 : seconds * 1000u;
-  return 1;
-}
-
 static void start_client(int argc, char **argv)
 {
-  struct stream s;
+  struct iperf_client_args args;
 
-  if (!parse_client_args(argc, argv, &s)) {
-    nr_printf("ERROR: usage: iperf client <ip> [-p port] [-t seconds | -n bytes]\n");
+  if (!iperf_client_args_parse(argc, argv, &args)) {
+    nr_printf("ERROR: usage: " IPERF_CLIENT_USAGE "\n");
     return;
   }
   if (sender_tid == NULL) {
@@ -694,7 +616,11 @@ static void start_client(int argc, char **argv)
     nr_printf("ERROR: iperf client already running\n");
     return;
   }
-  stream = s;
+  memset(&stream, 0, sizeof(stream));
+  ip_addr_copy(stream.ip, args.ip);
+  stream.port = args.port;
+  stream.limit_bytes = args.bytes;
+  stream.limit_ms = args.bytes != 0 ? 0 : args.seconds * 1000u;
   sys_sem_signal(&sender_go);
 }
 
@@ -705,7 +631,7 @@ static void cmd_iperf(int argc, char **argv)
   } else if (argc >= 3 && strcmp(argv[1], "client") == 0) {
     start_client(argc, argv);
   } else {
-    nr_printf("ERROR: usage: iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes]\n");
+    nr_printf("ERROR: usage: " IPERF_USAGE "\n");
   }
 }
 
@@ -721,7 +647,7 @@ static void iperf_init(void)
 
 const struct nr_app nr_app_iperf = {
   "iperf", "iperf",
-  "iperf server | iperf client <ip> [-p port] [-t seconds | -n bytes] - iperf2 TCP test on "
+  IPERF_USAGE " - iperf2 TCP test on "
   IO_API_NAME " (application threads)",
   cmd_iperf, iperf_init, NULL,
 };
