@@ -218,3 +218,14 @@ def test_the_option_is_refused_where_the_kernel_has_no_port(tree):
     platform = load_platform("ethernut2")
     with pytest.raises(NetreproError, match="no port for ARCH 'avr'"):
         build_firmware(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"], lwip_tree=tree), tree)
+
+
+def test_the_kernels_tests_are_refused_beside_lwips_threads(tree):
+    """ktest starts the kernel itself: a NO_SYS 0 build asking for it is one line naming the fix."""
+    from harness.core.errors import NetreproError
+
+    platform = load_platform("xbox")
+    profile = resolve_profile(platform, "nxdk-nvnetdrv-os", overrides=["NR_TEST_KERNEL=1"], lwip_tree=tree)
+    with pytest.raises(NetreproError, match="run on a NO_SYS 1 build and this options file has NO_SYS 0") as error:
+        build_firmware(platform, profile, tree)
+    assert error.value.fix == "use a NO_SYS 1 profile (the platform's default)"

@@ -244,6 +244,9 @@ def _print_flags(build: _Build) -> dict[str, str]:
     if proc.returncode != 0 or "CFLAGS" not in flags:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         problem = re.sub(r"\.?\s+Stop\.$", "", re.sub(r"^.*?\*\*\* ", "", last))  # make's "x.mk:6: *** ...  Stop."
+        option = re.fullmatch(r"(NR_[A-Z0-9_]+: .*?); (.*)", problem)  # an option's error with its fix
+        if option:
+            raise NetreproError(option[1], option[2])
         raise NetreproError(f"the firmware Makefile refused this board: {problem}",
                             f"check the platform's [firmware] board and nic ({FIRMWARE_DIR})")
     return flags
