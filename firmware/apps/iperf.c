@@ -15,10 +15,10 @@
  *   IPERF role=<server|client> report=<...> remote=<ip>:<port> bytes=<n> ms=<n> kbps=<n>
  * kbps is bytes * 8 / ms (k = 1000). A client error adds " err=<lwIP error>".
  */
-#include "lwip/opt.h"
+#include "app_api.h"
 
 /* NO_SYS 0 builds with the apps on sockets or netconn have iperf_os.c instead. */
-#if NO_SYS || NR_APP_API == NR_APP_API_RAW
+#if !NR_APPS_THREADED
 
 #include <string.h>
 
@@ -153,13 +153,7 @@ static void start_client(int argc, char **argv)
 
 static void cmd_iperf(int argc, char **argv)
 {
-  if (argc == 2 && strcmp(argv[1], "server") == 0) {
-    start_server();
-  } else if (argc >= 3 && strcmp(argv[1], "client") == 0) {
-    start_client(argc, argv);
-  } else {
-    nr_printf("ERROR: usage: " IPERF_USAGE "\n");
-  }
+  iperf_command(argc, argv, start_server, start_client);
 }
 
 static void iperf_poll(void)
@@ -173,4 +167,4 @@ const struct nr_app nr_app_iperf = {
   cmd_iperf, NULL, iperf_poll,
 };
 
-#endif /* NO_SYS || NR_APP_API == NR_APP_API_RAW */
+#endif /* !NR_APPS_THREADED */

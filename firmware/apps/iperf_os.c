@@ -34,16 +34,9 @@
  * The two APIs differ only in the small layer below (io_*); everything else
  * is shared.
  */
-#include "lwip/opt.h"
+#include "app_api.h"
 
-#if !NO_SYS && (NR_APP_API == NR_APP_API_SOCKET || NR_APP_API == NR_APP_API_NETCONN)
-
-#if NR_APP_API == NR_APP_API_SOCKET && !LWIP_SOCKET
-#error "NR_APP_API is NR_APP_API_SOCKET but the options file has LWIP_SOCKET 0"
-#endif
-#if NR_APP_API == NR_APP_API_NETCONN && !LWIP_NETCONN
-#error "NR_APP_API is NR_APP_API_NETCONN but the options file has LWIP_NETCONN 0"
-#endif
+#if NR_APPS_THREADED
 
 #include <stdarg.h>
 #include <string.h>
@@ -626,13 +619,7 @@ static void start_client(int argc, char **argv)
 
 static void cmd_iperf(int argc, char **argv)
 {
-  if (argc == 2 && strcmp(argv[1], "server") == 0) {
-    start_server();
-  } else if (argc >= 3 && strcmp(argv[1], "client") == 0) {
-    start_client(argc, argv);
-  } else {
-    nr_printf("ERROR: usage: " IPERF_USAGE "\n");
-  }
+  iperf_command(argc, argv, start_server, start_client);
 }
 
 static void iperf_init(void)
@@ -652,4 +639,4 @@ const struct nr_app nr_app_iperf = {
   cmd_iperf, iperf_init, NULL,
 };
 
-#endif /* !NO_SYS && (NR_APP_API == NR_APP_API_SOCKET || NR_APP_API == NR_APP_API_NETCONN) */
+#endif /* NR_APPS_THREADED */

@@ -4,7 +4,19 @@
 #include "lwip/def.h"
 
 #include "iperf_proto.h"
+#include "nr_printf.h"
 #include "shell.h"
+
+void iperf_command(int argc, char **argv, void (*server)(void), void (*client)(int argc, char **argv))
+{
+  if (argc == 2 && strcmp(argv[1], "server") == 0) {
+    server();
+  } else if (argc >= 3 && strcmp(argv[1], "client") == 0) {
+    client(argc, argv);
+  } else {
+    nr_printf("ERROR: usage: " IPERF_USAGE "\n");
+  }
+}
 
 int iperf_client_args_parse(int argc, char **argv, struct iperf_client_args *out)
 {

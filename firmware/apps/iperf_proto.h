@@ -46,6 +46,9 @@ void iperf_header_write(uint8_t hdr[IPERF_HDR_LEN], u16_t port, uint32_t bytes, 
 
 uint32_t iperf_get_be32(const uint8_t *p);
 
+/* The iperf command: "server" or "client ...", else the usage. */
+void iperf_command(int argc, char **argv, void (*server)(void), void (*client)(int argc, char **argv));
+
 /* The name lwiperf gives a report type, as the IPERF line prints it. */
 const char *iperf_report_name(enum lwiperf_report_type type);
 

@@ -53,12 +53,12 @@
  * (full); the rest were not the heap's (TCP_SND_QUEUELEN, the segment pool).
  * heap_free and heap_largest_free are the heap's at the first wait.
  */
-#include "lwip/opt.h"
+#include "app_api.h"
 
 /* A NO_SYS 0 build runs this one only when its apps are on the raw API
    (NR_APP_API, profiles/base.h), in the tcpip thread (main_os.c); with
    sockets or netconn, sockbench_thread.c is the command. */
-#if NO_SYS || NR_APP_API == NR_APP_API_RAW
+#if !NR_APPS_THREADED
 
 #include <string.h>
 
@@ -482,4 +482,4 @@ const struct nr_app nr_app_sockbench = {
   cmd_sock, NULL, sockbench_poll,
 };
 
-#endif /* NO_SYS || NR_APP_API == NR_APP_API_RAW */
+#endif /* !NR_APPS_THREADED */

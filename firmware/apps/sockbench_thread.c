@@ -6,16 +6,9 @@
  * the tcpip thread to print (tcpip_callback()), so it never writes the
  * console while the shell does.
  */
-#include "lwip/opt.h"
+#include "app_api.h"
 
-#if !NO_SYS && (NR_APP_API == NR_APP_API_SOCKET || NR_APP_API == NR_APP_API_NETCONN)
-
-#if NR_APP_API == NR_APP_API_SOCKET && !LWIP_SOCKET
-#error "NR_APP_API is NR_APP_API_SOCKET but the options file has LWIP_SOCKET 0"
-#endif
-#if NR_APP_API == NR_APP_API_NETCONN && !LWIP_NETCONN
-#error "NR_APP_API is NR_APP_API_NETCONN but the options file has LWIP_NETCONN 0"
-#endif
+#if NR_APPS_THREADED
 
 #include <stdarg.h>
 #include <string.h>
@@ -148,4 +141,4 @@ const struct nr_app nr_app_sockbench = {
   cmd_sock, sockbench_init, NULL,
 };
 
-#endif /* !NO_SYS && (NR_APP_API == NR_APP_API_SOCKET || NR_APP_API == NR_APP_API_NETCONN) */
+#endif /* NR_APPS_THREADED */
