@@ -11,6 +11,7 @@ own `threads` listing and the capture's figures (what the device advertised), ne
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,21 @@ def test_an_options_file_with_no_sys_0_boots_on_the_xbox(tmp_path: Path) -> None
     threads = {t["name"]: t for t in result["threads"]["threads"]}
     assert {"idle", "main", "tcpip_thread"} <= set(threads)
     assert threads["tcpip_thread"]["stack"] == 4096 and threads["main"]["base_prio"] == kernel_prio(16)
+
+
+@pytest.mark.parametrize(("api", "thread"), [(1, "iperf_srv"), (2, "iperf_srv")], ids=["sockets", "netconn"])
+def test_iperf_on_a_sequential_api_runs_on_the_xbox(api: int, thread: str) -> None:
+    """The report's iperf is lwiperf under the core lock (NR_APP_API 0, the profile's); the threaded iperf on
+    sockets or netconn (apps/iperf_os.c) runs on the i386 kernel too: its server thread receives the peer's
+    whole stream, counted byte for byte as the peer sent it."""
+    proc = netrepro_cli("run", "xbox", "--lwip", "nxdk-nvnetdrv-os", "--set", f"NR_APP_API={api}", "--link",
+                        "ethernet", "--workload", "rx", "--seconds", str(SECONDS), "--json", timeout=240)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["status"] == "passed", result.get("error")
+    assert result["options"]["NR_APP_API"] == api
+    assert thread in _threads(result)
+    _advertised(result)
+    console = (Path(result["run_dir"]) / "console.log").read_text(errors="replace")
+    board = [int(n) for n in re.findall(r"IPERF role=server report=LWIPERF_TCP_DONE_SERVER \S+ bytes=(\d+)", console)]
+    assert board and board[-1] == result["bytes"], (board, result["bytes"])
