@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "lwip/def.h"
 #include "lwip/sys.h"
 
 #include "nr_printf.h"
@@ -63,4 +64,9 @@ int sock_args_limit_reached(const struct sock_args *a, uint32_t t0, uint32_t byt
 {
   return (a->limit_ms != 0 && (uint32_t)(sys_now() - t0) >= a->limit_ms) ||
          (a->limit_bytes != 0 && bytes >= a->limit_bytes);
+}
+
+uint32_t sock_args_next_io(const struct sock_args *a, uint32_t bytes)
+{
+  return a->limit_bytes != 0 ? LWIP_MIN(a->io_size, a->limit_bytes - bytes) : a->io_size;
 }

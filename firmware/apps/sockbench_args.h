@@ -43,4 +43,8 @@ int sock_args_parse(int argc, char **argv, struct sock_args *out);
    its -t or -n limit. */
 int sock_args_limit_reached(const struct sock_args *a, uint32_t t0, uint32_t bytes);
 
+/* The size of the next write (tx) or read (rx) once bytes have moved: the
+   -w/-r size, cut so that -n is never passed. */
+uint32_t sock_args_next_io(const struct sock_args *a, uint32_t bytes);
+
 #endif

@@ -143,12 +143,9 @@ void sock_api_run(const struct sock_args *job)
   t0 = sys_now();
   if (job->tx) {
     while (!sock_args_limit_reached(job, t0, bytes)) {
-      size_t n = job->io_size;
+      size_t n = sock_args_next_io(job, bytes);
       size_t written = 0;
 
-      if (job->limit_bytes != 0) {
-        n = LWIP_MIN(n, job->limit_bytes - bytes);
-      }
       err = netconn_write_partly(conn, sock_io_buf, n, NETCONN_COPY, &written);
       if (err != ERR_OK) {
         fail(job, conn, "write", err);
@@ -170,12 +167,9 @@ void sock_api_run(const struct sock_args *job)
     uint64_t owed_us = 0;
 
     while (!sock_args_limit_reached(job, t0, bytes)) {
-      uint32_t want = job->io_size;
+      uint32_t want = sock_args_next_io(job, bytes);
       uint32_t got;
 
-      if (job->limit_bytes != 0) {
-        want = LWIP_MIN(want, job->limit_bytes - bytes);
-      }
       err = read_some(conn, want, &got);
       if (err == ERR_CLSD) {
         break; /* the peer's FIN, all data read */

@@ -96,11 +96,8 @@ void sock_api_run(const struct sock_args *job)
     int r;
 
     while (!sock_args_limit_reached(job, t0, bytes)) {
-      uint32_t n = job->io_size;
+      uint32_t n = sock_args_next_io(job, bytes);
 
-      if (job->limit_bytes != 0) {
-        n = LWIP_MIN(n, job->limit_bytes - bytes);
-      }
       r = lwip_send(s, sock_io_buf, n, 0);
       if (r < 0) {
         fail(job, s, "send");
@@ -119,12 +116,9 @@ void sock_api_run(const struct sock_args *job)
     uint64_t owed_us = 0;
 
     while (!sock_args_limit_reached(job, t0, bytes)) {
-      uint32_t want = job->io_size;
+      uint32_t want = sock_args_next_io(job, bytes);
       int r;
 
-      if (job->limit_bytes != 0) {
-        want = LWIP_MIN(want, job->limit_bytes - bytes);
-      }
       r = lwip_recv(s, sock_io_buf, want, 0);
       if (r == 0) {
         break; /* the peer's FIN, all data read */
