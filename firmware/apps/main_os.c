@@ -3,10 +3,12 @@
  * the options file's NO_SYS is 0 on a board with the kernel, see the
  * Makefile): lwIP's core runs in its tcpip thread (tcpip_init()), the NIC's
  * receive path in a thread of its own (nic_thread.c, frames through
- * tcpip_input()), the socket benchmark in an application thread
- * (sockbench_socket.c), and main() becomes the shell's thread.
+ * tcpip_input()), the socket benchmark and iperf in application threads on
+ * sockets or netconn (NR_APP_API: sockbench_thread.c, iperf_os.c), and
+ * main() becomes the shell's thread.
  *
- * The shell's commands, the raw-API apps (iperf, discard, echo, udp) and
+ * The shell's commands, the raw-API apps (discard, echo, udp; iperf and the
+ * socket benchmark too when NR_APP_API is NR_APP_API_RAW) and
  * their polls touch lwIP's core, so they run where the core may be touched:
  * with LWIP_TCPIP_CORE_LOCKING, in the shell's thread under
  * LOCK_TCPIP_CORE(); without it, in the tcpip thread (tcpip_callback(), the
