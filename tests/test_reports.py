@@ -50,6 +50,16 @@ def err_mem_waits_in(run_dir) -> int:
     return waits
 
 
+def err_mem_sleep_share(waits: int, seconds: float) -> float:
+    """The share of a run the board's socket benchmark slept on ERR_MEM: MicroPython sleeps 50 ms a wait."""
+    return waits * 0.050 / seconds
+
+
+def run_seconds(case) -> float:
+    (run_dir,) = case["run_dirs"]
+    return json.loads((Path(run_dir) / "result.json").read_text())["seconds"]
+
+
 def claim(case):
     return f"{case['case']}: {case['median_mbps']} Mbit/s, {case['verdict']} ({'; '.join(case['claim_notes'])})"
 
@@ -115,8 +125,12 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
         # send buffers 8760 / 6400 = 1.37x, less the longer RTT the larger one's turns make on the air (1.14-1.23x
         # measured; the wire's 1.2x is pinned by the next test): faster, and short of the claim
         assert 1.05 <= ratio < 2.0 and tx_after["claim_result"] == "fails", f"{claim(tx_before)} / {claim(tx_after)}"
-    else:  # the heap ran out: below what its 6400 B send buffer carries in an RTT
-        assert tx_before["median_mbps"] < 0.9 * 6400 * 8 / tx_before["rtt_ms"] / 1e3, claim(tx_before)
+    else:  # the heap ran out: below what its 6400 B send buffer carries in an RTT, by the share it slept
+        # (2 waits in 3 s, 3 % of the time, were seen beside 30: one model for every count)
+        bound = 6400 * 8 / tx_before["rtt_ms"] / 1e3
+        slept = err_mem_sleep_share(err_mem_waits(tx_before), run_seconds(tx_before))
+        assert tx_before["median_mbps"] < bound, (claim(tx_before), bound)
+        assert tx_before["median_mbps"] <= bound * (1 - slept) * 1.02, (claim(tx_before), bound, slept)
         assert ratio >= 1.05, f"{claim(tx_before)} / {claim(tx_after)}"
     assert err_mem_waits(tx_after) == 0, claim(tx_after)  # the 13 KiB heap holds
     assert tx_after["agrees"] is True, claim(tx_after)  # 22.2 in the report
@@ -140,7 +154,7 @@ def test_rt1060_wifi_tx_on_the_wire_is_the_send_buffers_ratio_when_the_heap_hold
         assert 1.2 <= ratio <= 8760 / 6400 * 1.05, f"{after.throughput_mbps} / {before.throughput_mbps} = {ratio:.3f}"
     else:
         bound = 6400 * 8 / b.rtt_ms / 1e3
-        slept = waits * 0.050 / seconds
+        slept = err_mem_sleep_share(waits, seconds)
         assert before.throughput_mbps <= bound * (1 - slept) * 1.02, (before.throughput_mbps, bound, waits)
         assert before.throughput_mbps < bound, (before.throughput_mbps, bound, waits)
         assert ratio >= 1.2, f"{after.throughput_mbps} / {before.throughput_mbps}"
@@ -176,7 +190,7 @@ def test_rt1060_ethernet_at_line_rate_with_either_mss(netrepro):
             # of TX before (README, R2): the board sent nothing for waits x 50 ms of its time and ran at the
             # claim's rate for the rest. Runs held, slept a few times, or stayed out of heap (30 waits in 3 s).
             assert "before" in name, claim(case)
-            idle_share = waits * 0.050 / seconds
+            idle_share = err_mem_sleep_share(waits, seconds)
             assert case["median_mbps"] >= 85 * (1 - idle_share), f"{claim(case)}; err_mem_waits={waits}"
     assert found["ethernet rx after"]["device_window_max"] == 10220, claim(found["ethernet rx after"])
 
