@@ -62,7 +62,7 @@ def main() -> int:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nr-reproduce-") as tmp:
         document = reproduce(args.report, out=Path(tmp), repeats=args.repeats, time=TimeChoice(args.time),
-                             command=command)
+                             command=command, d_check=args.time == "device")
         print(write_results(document, time.monotonic() - start, command).read_text())
     return 0
 

@@ -20,7 +20,7 @@ from harness.link.settings import LINK_SETTINGS
 from harness.link.units import parse_rate, parse_time
 from harness.rig.devicetime import DeviceTime
 from harness.rig.workload import DISCARD_BYTES
-from harness.studies.cases import CaseResult, replaced_runs, summarise_runs
+from harness.studies.cases import CaseResult, judge_d_check, replaced_runs, summarise_runs
 from harness.studies.claims import judge
 from harness.studies.report_check import check_input
 from harness.studies.report_file import load_report, report_names
@@ -276,7 +276,7 @@ def test_the_document_judges_every_figure_against_the_report_and_keeps_fitted_fi
     # figures: rx after, tx after, ethernet tx (rx before is fitted); claims: all five; failing: tx after, eth tx
     assert document["summary"] == {"figures": 3, "agree": 1, "repeated": 0, "split": 0, "fitted": 1, "chosen": 0,
                                    "mechanisms": 5, "hold": 2, "unknown": 1, "by_construction": 0, "fail": 2,
-                                   "replaced": 0}
+                                   "replaced": 0, "host_dependent": 0, "d_checked": 0}
     assert not any(c["chosen"] or c["by_construction"] or c["runs_replaced"] or c["figure_of"] for c in rows.values())
 
 
@@ -574,3 +574,69 @@ def test_the_run_that_replaces_a_disturbed_one_records_it(tmp_path, monkeypatch)
     undisturbed = _Plan(DeviceTime("device", dilation=4.0, model_mips=600.0, host_mips=150.0), tmp_path)
     (tmp_path / "d-1").mkdir()
     assert measure_trusted(undisturbed, tmp_path / "d-1").result.replaced is None
+
+
+# --- the D check: a figure that moves with the host's D is the host's ------------------------------------------
+
+def _d_checked(name: str, runs: list[float], at_2d: float | dict[str, float], report: float | None,
+               direction: str | None = None, **claim: Any) -> CaseResult:
+    result = CaseResult(case=name, platform="p", profile="q", link="l", workload="rx", report_mbps=report,
+                        direction=direction, claim=claim)
+    summarise_runs(result, [_replaced_run(f, 3.0, None) for f in runs])
+    check = _replaced_run(0.0, 6.0, None)
+    check.throughput_mbps, check.run_dir = at_2d, "/x/d-check"
+    judge_d_check(result, check, band=0.15)
+    return result
+
+
+def test_a_figure_that_moves_more_than_half_the_band_at_twice_d_is_host_dependent_and_not_counted():
+    moved = _d_checked("pktdrv rx", [35.3, 36.2, 30.8], 31.0, 33.0, at_least_mbps=30)  # -12.2 %
+    steady = _d_checked("nvnetdrv rx", [94.8, 94.5, 94.8], 94.7, 94.2)                 # -0.1 %
+    edge = _d_checked("edge", [10.0], 10.7, 10.0)                                      # +7.0 %: within 7.5 %
+    assert (moved.d_check, moved.d_check_dilation, moved.d_check_run_dir) == (31.0, 6.0, "/x/d-check")
+    assert moved.host_dependent and not steady.host_dependent and not edge.host_dependent
+    assert moved.host_dependent_why == ("35.3 Mbit/s at D=3, 31 at D=6 (-12.2%; more than half the band, 7.5%)")
+    document = _document({"band": 0.15, "cases": [], "inputs": []}, [moved, steady, edge])
+    rows = {c["case"]: c for c in document["cases"]}
+    assert rows["pktdrv rx"]["host_dependent"] is True and rows["pktdrv rx"]["d_check"] == 31.0
+    s = document["summary"]
+    # its figure agrees (+7 % of 33) and its claim holds, and neither is counted
+    assert (s["figures"], s["agree"], s["mechanisms"], s["host_dependent"], s["d_checked"]) == (2, 2, 0, 1, 3)
+    lines = format_report(document).splitlines()
+    row = next(ln for ln in lines if ln.startswith("pktdrv rx"))
+    assert " host " in row and row.endswith("holds (host)")
+    assert ("2 of 2 report figures agree within 15 % (1 host-dependent by the D check, not counted); "
+            "mechanisms 0 of 0 hold; 0 cases fail") in lines
+    notes = next(i for i, ln in enumerate(lines) if ln.startswith("host-dependent: at twice D"))
+    assert lines[notes + 1] == f"  pktdrv rx: {moved.host_dependent_why}"
+
+
+def test_a_host_dependent_claim_that_fails_is_not_counted_as_failing():
+    moved = _d_checked("tx before", [2.0, 1.9, 2.6], 1.2, 6.4, at_least_mbps=6)
+    assert moved.host_dependent and moved.claim_holds is None  # not judged until _document
+    document = _document({"band": 0.15, "cases": [], "inputs": []}, [moved])
+    assert document["cases"][0]["claim_result"] == "fails"
+    assert document["summary"]["fail"] == 0 and document["summary"]["mechanisms"] == 0
+
+
+def test_each_direction_of_a_two_way_run_has_its_own_d_check():
+    run = _replaced_run(0.0, 3.0, None)
+    run.throughput_mbps = {"rx": 66.0, "tx": 92.8}
+    check = _replaced_run(0.0, 6.0, None)
+    check.throughput_mbps = {"rx": 50.0, "tx": 92.0}
+    found = {}
+    for direction in ("rx", "tx"):
+        result = CaseResult(case=f"duplex {direction}", platform="p", profile="q", link="l", workload="duplex",
+                            report_mbps=90.0, direction=direction)
+        summarise_runs(result, [run])
+        judge_d_check(result, check, 0.15)
+        found[direction] = result
+    assert (found["rx"].d_check, found["rx"].host_dependent) == (50.0, True)    # -24 %
+    assert (found["tx"].d_check, found["tx"].host_dependent) == (92.0, False)   # -0.9 %
+
+
+def test_no_d_check_leaves_the_case_uncounted_by_it():
+    result = CaseResult(case="c", platform="p", profile="q", link="l", workload="rx", report_mbps=10.0)
+    summarise_runs(result, [_replaced_run(10.0, 3.0, None)])
+    judge_d_check(result, None, 0.15)
+    assert (result.d_check, result.host_dependent, result.host_dependent_why) == (None, False, None)

@@ -158,6 +158,10 @@ def test_a_run_as_an_unprivileged_user_gives_the_roots_figures(user, no_leftover
     assert result["status"] == "passed" and result["time"]["realtime_priority"] is False
     assert analysis["device_mss"] == MSS and analysis["syn_window"]["device"] == WINDOW
     assert analysis["device_window"]["max"] == WINDOW
+    # the peer's minimum RTO in the board's time, set in the user namespace's netns without privilege
+    timers, dilation = result["peer_timers"], result["time"]["dilation"]
+    assert timers["dilation"] == dilation and timers["rto_min"]["scaled"] is (dilation != 1.0), timers
+    assert timers["rto_min"]["board_ms"] == 200 and "tcp_rto_min_us" in timers["rto_min"]["how"], timers
     print(f"as {USER}: {result['throughput_mbps']} Mbit/s, MSS {analysis['device_mss']}, largest window "
           f"{analysis['device_window']['max']}, board {result['bytes']} B, capture {analysis['payload_bytes']} B, "
           f"frames {analysis['frames']}")

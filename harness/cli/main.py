@@ -169,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--html", type=Path, default=None, metavar="PATH",
                        help="also write one self-contained HTML page of the result (table, inputs, plots) here")
     repro.add_argument("--quiet", action="store_true", help="no progress lines")
+    repro.add_argument("--d-check", action="store_true",
+                       help="then run each case once more at twice D (device time) and mark a figure that moves by "
+                            "more than half the report's band host-dependent (not counted)")
     repro.add_argument("--sensitivity", action="store_true",
                        help="then rerun each case that depends on an assumed input at both ends of its range, "
                             "one input at a time, and say how far each figure moves (sensitivity.txt/.json)")
@@ -224,7 +227,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet or args.json)
     document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
                          progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args),
-                         command="netrepro " + " ".join(sys.argv[1:]))
+                         command="netrepro " + " ".join(sys.argv[1:]), d_check=args.d_check)
     if args.sensitivity:
         document["sensitivity"] = sensitivity(args.report, document, repeats=args.sensitivity_repeats,
                                               seconds=args.seconds, progress=progress,

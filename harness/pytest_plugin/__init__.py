@@ -137,10 +137,12 @@ class Netrepro:
                             link_rate_bps=data_rate_bps(result), device_busy=device_busy(result))
 
     def reproduce(self, report: str, cases: list[str] | None = None, repeats: int | None = None,
-                  seconds: float | None = None, time: str | None = None) -> dict[str, dict[str, Any]]:
-        """Cases of a report (a shipped report's name, or the path of any report file), by case name."""
+                  seconds: float | None = None, time: str | None = None, d_check: bool = False
+                  ) -> dict[str, dict[str, Any]]:
+        """Cases of a report (a shipped report's name, or the path of any report file), by case name; `d_check`:
+        each case once more at twice D (reproduce --d-check)."""
         document = reproduce(report, out=self.runs_root, repeats=repeats, seconds=seconds, only=cases,
-                             lwip_tree_path=str(self.tree), time=TimeChoice(time or self.time_mode))
+                             lwip_tree_path=str(self.tree), time=TimeChoice(time or self.time_mode), d_check=d_check)
         self.run_dirs.append(Path(document["run_dir"]))
         for case in document["cases"]:
             for key in ("median_mbps", "device_window_max", "verdict"):

@@ -25,6 +25,7 @@ from harness.rig.console import Console
 from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS, LAG_ALLOWANCE, DeviceTime
 from harness.rig.engine import Engine, NicBackend, make_engine
 from harness.rig.peer import TAP_NAME, Addresses, Namespace
+from harness.rig.peer_timers import PeerTimers
 from harness.rig.platform import Platform
 
 
@@ -44,11 +45,13 @@ def _mkdir(path: Path) -> Path:
 class Session:
     """Namespace + link + board for one run; a context manager that leaves nothing behind.
 
-    `capture_at` is the side of the link its capture is taken at, "device" or "peer" (harness.link.Link)."""
+    `capture_at` is the side of the link its capture is taken at, "device" or "peer" (harness.link.Link);
+    `peer_quickack`: the peer ACKs every segment (a route's quickack), as a report's peer may have."""
 
     def __init__(self, platform: Platform, firmware: Firmware, run_dir: Path, link_spec: LinkSpec,
                  addresses: Addresses | None = None, progress: Progress | None = None,
-                 boot_timeout: float = 60.0, time: DeviceTime | None = None, capture_at: str = "device") -> None:
+                 boot_timeout: float = 60.0, time: DeviceTime | None = None, capture_at: str = "device",
+                 peer_quickack: bool = False) -> None:
         self.platform = platform
         self.firmware = firmware
         self.run_dir = run_dir
@@ -59,6 +62,8 @@ class Session:
         self.boot_timeout = boot_timeout
         self.time = time or DeviceTime("host")
         self.capture_at = capture_side(capture_at)
+        self.peer_quickack = peer_quickack
+        self.peer_timers: dict | None = None  # what PeerTimers.apply set, once the namespace is up
         self.sock_dir: Path | None = None
         self.namespace: Namespace | None = None
         self.link: Link | None = None
@@ -107,6 +112,8 @@ class Session:
                          capture_at=self.capture_at, **priority)
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)
+        self.peer_timers = PeerTimers(self.time.dilation, self.peer_quickack).apply(self.namespace, self.addresses,
+                                                                                    TAP_NAME)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "
                            f"{self.platform.engine['kind']} {self.platform.engine['machine']}")
         self.engine = make_engine(self.platform, self.firmware.elf, self.run_dir, self.sock_dir, nic, self.time)

@@ -56,6 +56,14 @@ class CaseResult:
     runs_failed: int = 0                     # runs that raised or gave no figure for this case's direction
     runs_replaced: list[dict[str, Any]] = field(default_factory=list)  # runs the host disturbed, repeated at
                                                                        # twice D (replaced_runs)
+    # the D check (reproduce --d-check): the figure of one more run at twice D and that D (None: not run), and
+    # whether the figure moved by more than half the report's band, so that it is the host's as much as the board's
+    dilation: float | None = None             # the D its median run was planned at (device time)
+    d_check: float | None = None
+    d_check_dilation: float | None = None
+    d_check_run_dir: str | None = None
+    host_dependent: bool = False
+    host_dependent_why: str | None = None
 
 
 def run_figure(run: RunResult, direction: str | None) -> float | None:
@@ -83,6 +91,25 @@ def replaced_runs(runs: list[RunResult], direction: str | None) -> list[dict[str
     return found
 
 
+def judge_d_check(result: CaseResult, check: RunResult | None, band: float) -> None:
+    """The case's D check: its figure at twice D against the median, and whether it moved by more than half
+    the band (then the figure is host-dependent: the host's timers, not only the board, set it)."""
+    if check is None:
+        return
+    result.d_check_run_dir = check.run_dir
+    result.d_check = figure = run_figure(check, result.direction)
+    result.d_check_dilation = check.time.get("dilation") if check.time else None
+    median = result.median_mbps
+    if figure is None or not median:
+        return
+    moved = figure / median - 1
+    result.host_dependent = abs(moved) > band / 2
+    if result.host_dependent:
+        result.host_dependent_why = (f"{median:g} Mbit/s at D={_dilation_text(result.dilation)}, {figure:g} at "
+                                     f"D={_dilation_text(result.d_check_dilation)} ({moved:+.1%}; more than half "
+                                     f"the band, {band / 2:.1%})")
+
+
 def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -> None:
     """The runs' figures and the median run's facts; `raised` counts the runs that never returned."""
     measured = [(f, r) for r in runs if (f := run_figure(r, result.direction)) is not None]
@@ -103,6 +130,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.min_mbps, result.max_mbps = round(min(figures), 2), round(max(figures), 2)
     middle = sorted(measured, key=lambda fr: fr[0])[len(measured) // 2][1]  # the median run speaks for the case
     result.median_run_dir = middle.run_dir
+    result.dilation = middle.time.get("dilation") if middle.time else None
     result.threads = threads_text(middle.threads["cpu"]) if middle.threads and "cpu" in middle.threads else None
     rate = data_rate_bps(middle, result.direction)
     analysis = middle.analysis if result.direction is None else _direction_analysis(middle, result.direction, rate)

@@ -227,6 +227,18 @@ def percent(band: float) -> str:
     return f"{band * 100:g} %"
 
 
+def agrees_text(c: dict[str, Any]) -> str:
+    """A case's agreement with the report's figure in a word: yes / no, or why it is not counted (host: the D
+    check moved it; fitted; chosen)."""
+    if c.get("host_dependent") and c.get("report_mbps") is not None:
+        return "host"
+    if c.get("fitted") and c.get("report_mbps") is not None:
+        return "fitted"
+    if c.get("chosen") and c.get("report_mbps") is not None:
+        return "chosen"
+    return {True: "yes", False: "no", None: "-"}[c.get("agrees")]
+
+
 def summary_line(counts: dict[str, int], band: float) -> str:
     """The line that closes a report's table: agreement with the report, mechanisms, failures. Each clause says
     what it left out only when something was (documents written before a count existed lack its key)."""
@@ -234,6 +246,12 @@ def summary_line(counts: dict[str, int], band: float) -> str:
 
 
 def _figures_clause(counts: dict[str, int], band: float) -> str:
+    host = counts.get("host_dependent", 0)
+    host_text = f" ({host} host-dependent by the D check, not counted)" if host else ""
+    return _counted_figures_clause(counts, band) + host_text
+
+
+def _counted_figures_clause(counts: dict[str, int], band: float) -> str:
     repeated, split = counts.get("repeated", 0), counts.get("split", 0)
     if not repeated:
         return f"{counts['agree']} of {counts['figures']} report figures agree within {percent(band)}"

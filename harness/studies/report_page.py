@@ -22,7 +22,7 @@ from harness.analysis.against import CaptureComparison
 from harness.core.errors import NetreproError
 from harness.rig.platform import load_platform
 from harness.studies.cases import format_number
-from harness.studies.claims import DEFAULT_BAND, failed_runs_text, summary_line
+from harness.studies.claims import DEFAULT_BAND, agrees_text, failed_runs_text, summary_line
 
 PLOTS = (("timeseq", "time / sequence"), ("goodput", "goodput"), ("window", "window and bytes in flight"))
 NO_PLOT = '<div class="noplot">no plot</div>'
@@ -163,12 +163,6 @@ def _delta(case: dict[str, Any]) -> str:
     return f"{delta:+.1f}" if isinstance(delta, int | float) and not isinstance(delta, bool) else "-"
 
 
-def _agrees(case: dict[str, Any]) -> str:
-    if case.get("fitted") and case.get("report_mbps") is not None:
-        return "fitted"  # an input was fitted to this figure: it cannot also agree
-    return {True: "yes", False: "no"}.get(case.get("agrees"), "-")
-
-
 def _claim(case: dict[str, Any]) -> str:
     """holds / fails / unknown; documents older than claim_result say only claim_holds."""
     if "claim_result" in case:
@@ -191,7 +185,7 @@ def _table(document: dict[str, Any], cases: list[dict[str, Any]]) -> str:
     for i, c in enumerate(cases):
         claim = _claim(c)
         numbers = [_report_figure(c, unit), _measured(c), *([_delta(c)] if with_delta else []),
-                   *([_agrees(c)] if with_agrees else []), format_number(c.get("bound_mbps")),
+                   *([agrees_text(c)] if with_agrees else []), format_number(c.get("bound_mbps")),
                    format_number(c.get("device_mss")), format_number(c.get("device_window_max"))]
         cells = [f"<td><a href=\"#case-{i}\">{escape(_text(c.get('case')))}</a></td>",
                  *(f"<td class=\"num\">{escape(n)}</td>" for n in numbers),

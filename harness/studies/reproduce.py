@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
 from harness.studies.cases import (
     CaseResult,
     format_number,
+    judge_d_check,
     leak_notes,
     replaced_notes,
     risk_notes,
@@ -66,6 +67,7 @@ from harness.studies.cases import (
 from harness.studies.claims import (
     DEFAULT_BAND,
     agreement,
+    agrees_text,
     claim_result,
     construction_reason,
     failed_runs_text,
@@ -102,10 +104,11 @@ def chosen_cases(inputs: list[dict[str, Any]]) -> dict[str, list[str]]:
 def reproduce(name: str, out: Path | None = None, repeats: int | None = None, seconds: float | None = None,
               only: list[str] | None = None, progress: Progress | None = None,
               lwip_tree_path: str | None = None, time: TimeChoice | None = None,
-              command: str | None = None) -> dict[str, Any]:
+              command: str | None = None, d_check: bool = False) -> dict[str, Any]:
     """Run every case of the report (a shipped report's name or the path of a report file); returns the document
     (report, inputs, cases, summary) and writes it as JSON, as the text table and as the page to share
-    (reproduce.html; `command` is what it says produced it)."""
+    (reproduce.html; `command` is what it says produced it). `d_check`: each case once more at twice D
+    (device time), and a figure that moves by more than half the band is marked host-dependent."""
     progress = progress or Progress(quiet=True)
     report = load_report(name)
     name = report["report"]
@@ -116,10 +119,15 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
     plans = {setup.key(): setup.plan(lwip_tree_path, progress) for setup in setups}  # a profile that does not
     root = make_run_dir(out, f"reproduce-{name}", "all")                            # compile stops it here
     shared: dict[tuple, Repeats] = {}
+    checks: dict[tuple, Repeats] = {}
     with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
         started = [_start_case(report, spec, setup, plans[setup.key()], root, repeats, progress, shared, analyser)
                    for spec, setup in zip(cases, setups, strict=True)]
-        results = {result.case: _finish_case(report, spec, result, shared[key].settled())
+        if d_check:
+            for (spec, _setup), (_result, key) in zip(zip(cases, setups, strict=True), started, strict=True):
+                if key not in checks and plans[key].time.device:
+                    checks[key] = _start_d_check(spec["case"], plans[key], root, progress, analyser)
+        results = {result.case: _finish_case(report, spec, result, shared[key].settled(), _settled_check(checks, key))
                    for spec, (result, key) in zip(cases, started, strict=True)}
     for result in results.values():
         judge(result, results)
@@ -166,20 +174,25 @@ def summary(cases: list[dict[str, Any]]) -> dict[str, int]:
     """The counts behind the table's last line: fitted and chosen figures are not evidence, a report figure
     that several cases measure counts once, unknown is not holding, by construction is not a mechanism."""
     groups = figure_groups([c for c in cases if _counted_figure(c)])
-    answers = [_answer(c) for c in cases if c.get("claim")]
-    failing = [c for c in cases if c["median_mbps"] is None or c.get("claim_holds") is False]
+    answers = [_answer(c) for c in cases if c.get("claim") and not c.get("host_dependent")]
+    failing = [c for c in cases if c["median_mbps"] is None
+               or (c.get("claim_holds") is False and not c.get("host_dependent"))]
     return {"figures": len(groups), "agree": sum(group_agrees(g) is True for g in groups),
             "repeated": sum(len(g) > 1 for g in groups), "split": sum(group_agrees(g) == "split" for g in groups),
             "fitted": sum(1 for c in cases if c.get("fitted") and c["report_mbps"] is not None),
             "chosen": sum(1 for c in cases if _chosen_figure(c)),
             "mechanisms": sum(a != "by-construction" for a in answers), "hold": answers.count("holds"),
             "unknown": answers.count("unknown"), "by_construction": answers.count("by-construction"),
-            "fail": len(failing), "replaced": sum(1 for c in cases if c.get("runs_replaced"))}
+            "fail": len(failing), "replaced": sum(1 for c in cases if c.get("runs_replaced")),
+            "host_dependent": sum(1 for c in cases if c.get("host_dependent")),
+            "d_checked": sum(1 for c in cases if c.get("d_check") is not None)}
 
 
 def _counted_figure(case: dict[str, Any]) -> bool:
-    """A report figure that tests the model: neither fitted to it nor hanging on a chosen input."""
-    return case["report_mbps"] is not None and not case.get("fitted") and not case.get("chosen")
+    """A report figure that tests the model: neither fitted to it, nor hanging on a chosen input, nor moved by
+    the host's D (the D check)."""
+    return (case["report_mbps"] is not None and not case.get("fitted") and not case.get("chosen")
+            and not case.get("host_dependent"))
 
 
 def _chosen_figure(case: dict[str, Any]) -> bool:
@@ -275,9 +288,31 @@ def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan
     return result, key
 
 
-def _finish_case(report: dict[str, Any], spec: dict[str, Any], result: CaseResult, found: Repeats) -> CaseResult:
+def _start_d_check(case: str, plan: RunPlan, root: Path, progress: Progress, analyser: Analyser) -> Repeats:
+    """One more run of the case at twice D (its folder: CASE-d-check), not counted among its repeats."""
+    slower = replace(plan, time=plan.time.slower())
+    run_dir = root / f"{case.replace(' ', '-')}-d-check"
+    run_dir.mkdir()
+    progress.step(f"{case}: D check, one run at D = {slower.time.dilation:g} (twice {plan.time.dilation:g})")
+    found = Repeats([], [str(run_dir)])
+    try:
+        found.pending.append(start_trusted(slower, run_dir, analyser, progress))
+    except NetreproError as exc:
+        found.error = str(exc)
+    return found
+
+
+def _settled_check(checks: dict[tuple, Repeats], key: tuple) -> RunResult | None:
+    """The D check's run of these runs' configuration, once analysed (None: not run, or it failed)."""
+    found = checks.get(key)
+    return found.settled().runs[0] if found is not None and found.settled().runs else None
+
+
+def _finish_case(report: dict[str, Any], spec: dict[str, Any], result: CaseResult, found: Repeats,
+                 check: RunResult | None = None) -> CaseResult:
     result.run_dirs, result.error = list(found.run_dirs), found.error
     summarise_runs(result, found.runs, raised=len(result.run_dirs) - len(found.runs))
+    judge_d_check(result, check, report_band(report))
     if result.median_mbps is not None and report.get("unit_bytes"):
         result.median_in_unit = round(result.median_mbps * 1e6 / 8 / int(report["unit_bytes"]), 1)
     if "capture" in spec and result.median_run_dir:
@@ -444,10 +479,10 @@ def _row(c: dict[str, Any], width: int, link_width: int, in_unit: bool) -> str:
     window = "-" if c["device_window_max"] is None else f"{c['device_window_max']:g}"
     units = (f" {format_number(c.get('report_value')):>13} {format_number(c.get('median_in_unit')):>15}"
              if in_unit else "")
-    mechanisms = _MECHANISMS[_answer(c)]
+    mechanisms = _MECHANISMS[_answer(c)] + (" (host)" if c.get("host_dependent") else "")
     return (f"{c['case']:<{width}}{_link_text(c):<{link_width}}{units} {_report_text(c['report_mbps']):>9} "
             f"{_figure_text(c):>34} "
-            f"{_delta_text(c.get('delta_pct')):>8} {_agrees_text(c):>11} {format_number(c['bound_mbps']):>7} "
+            f"{_delta_text(c.get('delta_pct')):>8} {agrees_text(c):>11} {format_number(c['bound_mbps']):>7} "
             f"{format_number(c['device_mss']):>5} {window:>7} {format_number(c.get('device_cpu_percent')):>6} "
             f"{format_number(c.get('us_per_segment')):>7}  {c['verdict'] or '-':<20} {mechanisms}")
 
@@ -476,14 +511,6 @@ def _delta_text(delta: float | None) -> str:
     return f"{delta:+.1f}" if abs(delta) < 100 else f"{delta:+.0f}"
 
 
-def _agrees_text(c: dict[str, Any]) -> str:
-    if c.get("fitted") and c["report_mbps"] is not None:
-        return "fitted"
-    if c.get("chosen") and c["report_mbps"] is not None:
-        return "chosen"
-    return {True: "yes", False: "no", None: "-"}[c.get("agrees")]
-
-
 def _notes(cases: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> list[str]:
     """Below the table: failed runs, fitted and chosen figures, figures counted once, and the claims that failed,
     were left unknown or hold only by construction."""
@@ -496,6 +523,9 @@ def _notes(cases: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> list[st
         ("figures that hang on a chosen input (not counted):",
          [f"  {c['case']}: {'; '.join(chosen.get(c['case'], []))}" for c in cases if _chosen_figure(c)]),
         ("report figures measured by more than one case (counted once):", _repeated_notes(cases)),
+        ("host-dependent: at twice D the figure moved by more than half the band (not counted as agreeing or "
+         "failing, its claim not counted):",
+         [f"  {c['case']}: {c['host_dependent_why']}" for c in cases if c.get("host_dependent")]),
         ("claims that do not hold:", _claim_notes(cases, "fails")),
         ("claims left unknown (the evidence is missing):", _claim_notes(cases, "unknown")),
         ("claims that hold by construction (shown, not counted):",
@@ -512,9 +542,9 @@ def _repeated_notes(cases: list[dict[str, Any]]) -> list[str]:
     lines = []
     for group in figure_groups([c for c in cases if _counted_figure(c)]):
         if len(group) > 1:
-            answers = ", ".join(f"{c['case']} {_agrees_text(c)}" for c in group)
+            answers = ", ".join(f"{c['case']} {agrees_text(c)}" for c in group)
             verdict = group_agrees(group)
-            counted = "split (not counted as agreeing)" if verdict == "split" else _agrees_text(group[0])
+            counted = "split (not counted as agreeing)" if verdict == "split" else agrees_text(group[0])
             lines.append(f"  {group[0]['case']}: {answers}: counts as {counted}")
     return lines
 

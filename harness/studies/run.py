@@ -84,6 +84,9 @@ class RunResult:
     # a repeat at twice D (measure_trusted): the run the host disturbed, which this one replaces (run_dir, figure,
     # dilation, why), kept so that a table can say so; None for a run that replaced nothing
     replaced: dict[str, Any] | None = None
+    # the peer's TCP timers in the board's time: which were scaled by D, how, and what the board saw of the
+    # others (harness.rig.peer_timers)
+    peer_timers: dict[str, Any] | None = None
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
     def record(self, transfers: list[Transfer], two_way: bool = False) -> None:
@@ -155,6 +158,7 @@ class RunPlan:
     time: DeviceTime = field(default_factory=lambda: DeviceTime("host"))
     check_alive: bool = False  # a soak: at the end, does the board still answer its console and a ping?
     capture_at: str = "device"  # the side of the link the capture is taken at: "device" or "peer"
+    peer_quickack: bool = False  # the peer ACKs every segment (harness.rig.peer_timers)
 
     def __post_init__(self) -> None:
         capture_side(self.capture_at)  # a bad side fails before anything is built or booted
@@ -174,7 +178,8 @@ class RunPlan:
         """Run the workload on a freshly booted board; the result is saved (unanalysed) even when the run fails."""
         progress = progress or Progress(quiet=True)
         rig = Session(self.platform, self.firmware, run_dir, self.link, progress=progress,
-                      boot_timeout=self.boot_timeout, time=self.time, capture_at=self.capture_at)
+                      boot_timeout=self.boot_timeout, time=self.time, capture_at=self.capture_at,
+                      peer_quickack=self.peer_quickack)
         result = RunResult(platform=self.platform.name, profile=self.firmware.profile.name,
                            lwip_version=self.firmware.lwip_version, link=rig.link_run.as_dict(),
                            workload=self.workload.describe(), run_dir=str(run_dir),
@@ -187,6 +192,7 @@ class RunPlan:
         transfers: list[Transfer] = []
         try:
             with rig:
+                result.peer_timers = rig.peer_timers
                 result.boot_seconds = round(rig.console.boot_seconds or 0.0, 3)
                 result.options = rig.console.opts()
                 progress.step(f"running {self.workload.name} ({_amount(self.workload)}) over link "
