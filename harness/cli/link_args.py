@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from harness.core.errors import NetreproError
-from harness.link import LinkSpec, parse_rate, parse_size
+from harness.link import LinkSpec, parse_rate, parse_size, parse_time
 from harness.link.settings import cli_options
 from harness.rig.platform import Platform
 
@@ -35,6 +35,14 @@ def link_spec(args: argparse.Namespace, platform: Platform) -> LinkSpec:
 def rate_arg(text: str) -> int:
     try:
         return parse_rate(text)
+    except NetreproError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def time_arg(text: str) -> float:
+    """A time as written (5.5ms, 200us), in seconds."""
+    try:
+        return parse_time(text)
     except NetreproError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -20,6 +20,7 @@ from harness.cli.fuzz import add_fuzz_parser, add_replay_parser
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, rate_arg, size_arg
 from harness.cli.medium import add_medium_parser
 from harness.cli.report import add_report_parser
+from harness.cli.rtt import add_rtt_parser
 from harness.cli.sweep import add_sweep_parser, add_tune_parser
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
@@ -182,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_parser(sub)
     add_bisect_parser(sub)
     add_medium_parser(sub)
+    add_rtt_parser(sub)
     add_sweep_parser(sub)
     add_tune_parser(sub)
     add_fuzz_parser(sub)

@@ -1,0 +1,113 @@
+"""Calibrate a link's RTT from a report's: the delay that makes an idle ping through the link read it.
+
+A report's "RTT ~5-6 ms" is what ping measured over its link, idle: the air's turns are in it. A
+preset's `rtt` is the delay the link adds on top of what carrying the frames costs (harness.link,
+"rtt"), so on the shared medium a preset that took the report's RTT as its delay answered a ping
+~0.4 ms late, and every window-limited figure over it paid that twice. This finds the base delay
+from the link's own arithmetic (harness.link.ping.base_delay_for), then confirms it by pings
+through the link alone as the run's board would see it (Session.link_as_run: its NIC's wire
+included): the report file's input records both under `calibrated` (base_delay_ms, idle_ping_ms),
+and the preset's rtt line becomes the base delay.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.core.errors import NetreproError
+from harness.core.progress import Progress
+from harness.link import LinkSpec
+from harness.link.ping import base_delay_for, idle_ping_s, pings
+from harness.rig.platform import Platform
+from harness.rig.session import Session
+
+TOLERANCE = 0.02  # the measured idle ping must read the report's RTT within this share
+
+
+@dataclass(frozen=True)
+class RttCalibration:
+    """What a calibration found: the base delay, the idle ping it gives (arithmetic and measured), every ping."""
+
+    platform: str
+    preset: str
+    target_s: float
+    base_delay_s: float
+    arithmetic_s: float          # the idle ping the link's arithmetic gives at the base delay
+    pings_s: list[float] = field(default_factory=list)  # measured through the link alone, as run
+
+    @property
+    def idle_ping_s(self) -> float:
+        return statistics.median(self.pings_s)
+
+    @property
+    def error(self) -> float:
+        """The measured idle ping's distance to the target, as a share of it."""
+        return self.idle_ping_s / self.target_s - 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"platform": self.platform, "preset": self.preset, "target_ms": round(self.target_s * 1e3, 4),
+                "base_delay_ms": round(self.base_delay_s * 1e3, 4), "idle_ping_ms": round(self.idle_ping_s * 1e3, 4),
+                "arithmetic_ms": round(self.arithmetic_s * 1e3, 4), "error": round(self.error, 5),
+                "pings_ms": [round(p * 1e3, 4) for p in self.pings_s]}
+
+    def calibrated(self) -> dict[str, Any]:
+        """The [[inputs]] entry's `calibrated`: what the calibration produced from the report's RTT."""
+        return {"base_delay_ms": round(self.base_delay_s * 1e3, 3), "idle_ping_ms": round(self.idle_ping_s * 1e3, 3),
+                "pings": len(self.pings_s)}
+
+    def input_toml(self, name: str, source: str) -> str:
+        """The report file's [[inputs]] entry: the report's RTT (provenance report) and what it produced."""
+        inline = ", ".join(f"{k} = {v}" for k, v in self.calibrated().items())
+        return "\n".join([
+            "[[inputs]]", f'name = "{name}"', f"value = {self.target_s * 1e3:g}", 'unit = "ms"',
+            'provenance = "report"', f'source = "{_escaped(source)}"',
+            f'sets = "platforms/{self.platform}.toml: links.{self.preset}.rtt"', f"calibrated = {{ {inline} }}"])
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def calibrate_rtt(platform: Platform, preset: str, target_s: float, count: int = 20,
+                  progress: Progress | None = None) -> RttCalibration:
+    """The preset's base delay for an idle ping of `target_s`, confirmed by `count` pings through the link alone."""
+    if target_s <= 0:
+        raise NetreproError("the RTT to calibrate to must be positive", "give the report's RTT, e.g. --rtt 5.5ms")
+    progress = progress or Progress(quiet=True)
+    spec = LinkSpec.from_preset(platform.link_preset(preset))
+    base = base_delay_for(spec, target_s)
+    calibrated = spec.override(rtt=f"{base * 1e6:.3f}us")
+    progress.step(f"{platform.name} {preset}: a base delay of {base * 1e3:.3f} ms makes the link's arithmetic read "
+                  f"{target_s * 1e3:g} ms; confirming with {count} pings through the link alone")
+    measured = pings(Session.link_as_run(calibrated, platform), count)
+    found = RttCalibration(platform.name, preset, target_s, base, idle_ping_s(calibrated), measured)
+    if abs(found.error) > TOLERANCE:
+        raise NetreproError(f"pings through the link read {found.idle_ping_s * 1e3:.3f} ms at a base delay of "
+                            f"{base * 1e3:.3f} ms, not {target_s * 1e3:g} ms within {TOLERANCE:.0%}",
+                            "the host may be too busy to time the link: rerun on a quieter machine")
+    return found
+
+
+def preset_line(platform: Platform, preset: str, key: str) -> tuple[list[str], int]:
+    """The platform file's lines and the index of the preset's one `key = ...` line, which a calibration
+    overwrites; a preset without exactly one such line is refused."""
+    lines = platform.path.read_text().splitlines(keepends=True)
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == f"[links.{preset}]"]
+    found: list[int] = []
+    if starts:
+        end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        found = [i for i in range(starts[0] + 1, end) if lines[i].split("=")[0].strip() == key]
+    if len(found) != 1:
+        raise NetreproError(f"{platform.path}: [links.{preset}] has no single {key} line to write the calibration "
+                            "into", f"add {key} = ... to [links.{preset}], or leave out --record")
+    return lines, found[0]
+
+
+def record_base_delay(platform: Platform, calibration: RttCalibration) -> None:
+    """Write the base delay into the preset's rtt line (the rest of the file as it is)."""
+    lines, index = preset_line(platform, calibration.preset, "rtt")
+    lines[index] = (f'rtt = "{calibration.base_delay_s * 1e3:.3f}ms"   # netrepro calibrate-rtt: an idle ping reads '
+                    f"{calibration.target_s * 1e3:g} ms\n")
+    platform.path.write_text("".join(lines))
