@@ -643,3 +643,10 @@ def test_no_d_check_leaves_the_case_uncounted_by_it():
     summarise_runs(result, [_replaced_run(10.0, 3.0, None)])
     judge_d_check(result, None, 0.15)
     assert (result.d_check, result.host_dependent, result.host_dependent_why) == (None, False, None)
+
+
+def test_every_d_check_is_listed_under_the_table_with_both_figures():
+    steady = _d_checked("nvnetdrv rx", [94.8, 94.5, 94.8], 94.7, 94.2)
+    lines = format_report(_document({"band": 0.15, "cases": [], "inputs": []}, [steady])).splitlines()
+    notes = next(i for i, ln in enumerate(lines) if ln.startswith("the D check (one more run at twice D"))
+    assert lines[notes + 1] == "  nvnetdrv rx: 94.8 Mbit/s at D=3.0, 94.7 at D=6.0 (-0.1%)"

@@ -526,6 +526,9 @@ def _notes(cases: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> list[st
         ("host-dependent: at twice D the figure moved by more than half the band (not counted as agreeing or "
          "failing, its claim not counted):",
          [f"  {c['case']}: {c['host_dependent_why']}" for c in cases if c.get("host_dependent")]),
+        ("the D check (one more run at twice D; a figure that moves by more than half the band is host-dependent):",
+         [f"  {c['case']}: {d_check_text(c)}" for c in cases
+          if c.get("d_check_run_dir") and not c.get("host_dependent")]),
         ("claims that do not hold:", _claim_notes(cases, "fails")),
         ("claims left unknown (the evidence is missing):", _claim_notes(cases, "unknown")),
         ("claims that hold by construction (shown, not counted):",
@@ -535,6 +538,15 @@ def _notes(cases: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> list[st
         if notes:
             lines += ["", title, *notes]
     return lines
+
+
+def d_check_text(c: dict[str, Any]) -> str:
+    """'94.8 Mbit/s at D=2.93, 94.7 at D=5.86 (-0.1%)', or that the check's run gave no figure."""
+    if c.get("d_check") is None or not c.get("median_mbps"):
+        return f"no figure at twice D (see {c['d_check_run_dir']})"
+    moved = c["d_check"] / c["median_mbps"] - 1
+    return (f"{c['median_mbps']:g} Mbit/s at D={c.get('dilation') or '?'}, {c['d_check']:g} at "
+            f"D={c.get('d_check_dilation') or '?'} ({moved:+.1%})")
 
 
 def _repeated_notes(cases: list[dict[str, Any]]) -> list[str]:
