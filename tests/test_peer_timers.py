@@ -81,3 +81,27 @@ def test_the_peers_connection_to_the_board_has_its_rto_floor_in_the_boards_time(
         assert "retrans" not in out or "retrans:0/0" in out, out
         assert 200 * time.dilation <= rto_ms <= 200 * time.dilation + 20 * time.dilation, (out, time.dilation)
         assert rig.peer_timers["rto_min"]["scaled"] is True
+
+
+@pytest.mark.real
+def test_a_peer_that_acks_every_segment_has_quickack_on_its_route(n6, tree, no_leftovers, tmp_path):
+    from harness.rig.build import build_firmware
+    from harness.rig.profile import resolve_profile
+
+    firmware = build_firmware(n6, resolve_profile(n6, "mp-n6-after"), tree)
+    with Session(n6, firmware, tmp_path, LinkSpec(), peer_quickack=True) as rig:
+        route = rig.namespace.run(["ip", "route", "show", "10.77.0.0/24"]).stdout
+        assert "quickack 1" in route, route
+        assert rig.peer_timers["delayed_ack"]["quickack"] is True
+
+
+def test_a_report_or_case_says_its_peer_acked_every_segment():
+    from harness.studies.reproduce import case_setup
+
+    case = {"case": "c", "profile": "mp-n6-after", "link": "wifi", "workload": "sock-rx"}
+    report = {"report": "r", "platform": "openmv-n6", "cases": [case]}
+    time = TimeChoice("device")
+    assert case_setup(report, case, 2.0, time).peer_quickack is False
+    assert case_setup({**report, "peer_quickack": True}, case, 2.0, time).peer_quickack is True
+    assert case_setup({**report, "peer_quickack": True}, {**case, "peer_quickack": False}, 2.0, time).peer_quickack \
+        is False

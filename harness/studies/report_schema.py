@@ -124,6 +124,7 @@ def _case() -> dict[str, Any]:
         "direction": {"enum": ["rx", "tx"], "description": "rr and duplex: which direction's figure this case is"},
         "warmup": _with({"type": "number", "minimum": 0}, "seconds of unmeasured transfer first"),
         "rx_overflow": {"enum": ["hold", "drop"], "description": "a frame the NIC cannot take: held or dropped"},
+        "peer_quickack": _PEER_QUICKACK,
         "capture": _capture(),
         **_firmware_keys("this case"),
     }, ("case", "profile", "link", "workload"), "one measurement of the report, as netrepro runs it")
@@ -180,6 +181,10 @@ def _cpu() -> dict[str, Any]:
     return table
 
 
+_PEER_QUICKACK = {"type": "boolean", "description": "the report's peer ACKed every segment: the Linux peer's route to "
+                  "the board gets quickack (default false: Linux's delayed ACKs)"}
+
+
 def report_schema() -> dict[str, Any]:
     """The report file's format as a JSON Schema (draft 2020-12)."""
     return {
@@ -201,6 +206,7 @@ def report_schema() -> dict[str, Any]:
             "warmup": _with({"type": "number", "minimum": 0}, "seconds of unmeasured transfer first"),
             "band": _with(_FRACTION, "how far from the report's figure a median may be and still agree "
                                      "(default 0.15)"),
+            "peer_quickack": _PEER_QUICKACK,
             "unit": _with(_NAME, "the unit of the report's figures when not Mbit/s, e.g. KB/s"),
             "unit_bytes": _with(_WHOLE, "bytes in the unit's K (1000 or 1024)"),
             "cpu": _cpu(),

@@ -240,6 +240,7 @@ class Setup:
     workload: Workload
     time: TimeChoice
     lwip_tree: str | None = None  # the report's or the case's lwIP tree (None: the default one)
+    peer_quickack: bool = False   # the report's peer ACKed every segment (harness.rig.peer_timers)
 
     @property
     def profile(self) -> str:
@@ -253,13 +254,14 @@ class Setup:
         """What makes two setups the same run (a two-way workload's two cases share their runs)."""
         return (self.platform.name, repr(self.firmware), str(self.lwip_tree), self.link,
                 repr(self.platform.links.get(self.link)), repr(self.platform.cpu),
-                repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time))
+                repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time), str(self.peer_quickack))
 
     def plan(self, lwip_tree_path: str | None, progress: Progress) -> RunPlan:
         """The run, its firmware built now (or taken from the cache) from the lwIP tree the report or case names,
         else `lwip_tree_path` (--lwip-tree), else the default tree."""
         firmware = self.firmware.build(self.platform, lwip_tree(self.lwip_tree or lwip_tree_path), progress)
-        return RunPlan(self.platform, firmware, self.link_spec(), self.workload, time=self.platform.time(self.time))
+        return RunPlan(self.platform, firmware, self.link_spec(), self.workload, time=self.platform.time(self.time),
+                       peer_quickack=self.peer_quickack)
 
 
 def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | None, time: TimeChoice) -> Setup:
@@ -268,7 +270,7 @@ def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | No
                         bytes=spec.get("bytes"), chunk=int(spec.get("chunk", report.get("chunk", DEFAULT_CHUNK))),
                         warmup_s=float(spec.get("warmup", report.get("warmup", 0.0))))
     return Setup(spec["case"], report_platform(report, spec), case_configuration(spec), spec["link"], workload, time,
-                 spec.get("lwip_tree"))
+                 spec.get("lwip_tree"), bool(spec.get("peer_quickack", report.get("peer_quickack", False))))
 
 
 def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan: RunPlan, root: Path,
