@@ -55,12 +55,14 @@ SAMPLES = {
     "agg_time": ("4ms", 4e-3),
     "fer": ("10%", 0.1),
     "retry_limit": ("4", 4),
+    "bus_rate": ("200mbit", 200_000_000),
+    "bus_cost": ("0.04ms", 40e-6),
 }
 
 # the shared medium's settings (link-wide, after the keys that were there before them)
 MEDIUM_KEYS = [
     "medium", "phy_rate_bps", "slot_s", "sifs_s", "aifsn", "cwmin", "preamble_s", "signal_ext_s", "blockack_s",
-    "mpdu_overhead_bytes", "agg_frames", "agg_bytes", "agg_time_s", "fer", "retry_limit",
+    "mpdu_overhead_bytes", "agg_frames", "agg_bytes", "agg_time_s", "fer", "retry_limit", "bus_rate_bps", "bus_cost_s",
 ]  # fmt: skip
 
 # the command line and result.json as they were before the table: they must not change
@@ -77,6 +79,7 @@ JSON_DIRECTION_KEYS = [
 ]  # fmt: skip
 
 USER = [s for s in SETTINGS if s.user]
+SHARED_ONLY = ("medium", "bus_rate")  # the bus needs medium = "shared": given with it
 USER_WAYS = [s for s in DIRECTION_SETTINGS if s.user]
 NIC = [s for s in SETTINGS if not s.user]
 
@@ -92,10 +95,10 @@ def field_of(spec: LinkSpec, setting, way: str = "to_device"):
 
 def every_setting() -> LinkSpec:
     """A spec with every setting at its sample: the user's through a preset, the NIC's as the rig sets them."""
-    # a preset giving a wire's rate and burst with medium = "shared" is refused (harness/link/spec.py): the medium
-    # comes in a change of its own, so that every setting still reaches the link
-    spec = LinkSpec.from_preset({s.name: SAMPLES[s.name][0] for s in USER if s.name != "medium"}).override(
-        medium=SAMPLES["medium"][0])
+    # a preset giving a wire's rate and burst with medium = "shared" is refused (harness/link/spec.py), and so is a
+    # host bus on a wire: the medium and the bus come in a change of their own, so that every setting reaches the link
+    spec = LinkSpec.from_preset({s.name: SAMPLES[s.name][0] for s in USER if s.name not in SHARED_ONLY}).override(
+        **{name: SAMPLES[name][0] for name in SHARED_ONLY})
     return spec.paced_to_device(SAMPLES["pace"][1], SAMPLES["pace_burst"][1]).overflowing_to_device(
         SAMPLES["overflow"][1], SAMPLES["sock_frames"][1]
     )
@@ -136,8 +139,8 @@ def test_a_preset_with_every_setting():
     for s in SETTINGS:
         for way in WAYS if s.user else ["to_device"]:  # the NIC's settings are the device's side
             assert field_of(spec, s, way) == plain(s.name), (s.name, way)
-    by_override = LinkSpec().override(**{s.name: SAMPLES[s.name][0] for s in USER if s.name != "medium"}).override(
-        medium=SAMPLES["medium"][0])
+    by_override = LinkSpec().override(**{s.name: SAMPLES[s.name][0] for s in USER if s.name not in SHARED_ONLY})
+    by_override = by_override.override(**{name: SAMPLES[name][0] for name in SHARED_ONLY})
     assert spec == by_override.paced_to_device(SAMPLES["pace"][1], SAMPLES["pace_burst"][1]).overflowing_to_device(
         SAMPLES["overflow"][1], SAMPLES["sock_frames"][1])
 

@@ -123,3 +123,11 @@ def test_the_command_prints_the_entry_it_would_record():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("openmv-n6 wifi: a base delay of 5.085 ms gives an idle ping of 5.500 ms")
     assert 'sets = "platforms/openmv-n6.toml: links.wifi.rtt"' in done.stdout
+
+
+def test_a_ping_crosses_the_wifi_chips_bus_both_ways_and_the_link_agrees():
+    bus = LinkSpec.from_preset({"rtt": "5ms", "medium": "shared", "phy_rate": "46mbit", "bus_rate": "20mbit",
+                                "bus_cost": "100us"})
+    each_way = turn_s(bus, [PING_FRAME]) + 100e-6 + PING_FRAME * 8 / 20e6
+    assert idle_ping_s(bus) == pytest.approx(5e-3 + 2 * each_way)
+    assert statistics.median(pings(bus, 15)) == pytest.approx(idle_ping_s(bus), rel=0.02)

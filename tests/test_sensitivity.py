@@ -110,7 +110,7 @@ def test_an_input_whose_value_the_reproduction_did_not_run_with_is_marked():
         {"name": "rate", "value": 43, "unit": "Mbit/s", "provenance": "assumed", "range": [30, 50],
          "sets": "platforms/openmv-n6.toml: links.wifi.rate"}]}
     varied, _ = plan_inputs(report, "r", DEVICE, ["c"])
-    assert varied[0].note == ("the reproduction ran with 5.5ms (platforms/openmv-n6.toml: links.wifi.rtt), not the "
+    assert varied[0].note == ("the reproduction ran with 5.085ms (platforms/openmv-n6.toml: links.wifi.rtt), not the "
                               "input's 5ms: its median is not the figure at the input's value")
     assert varied[1].note is None  # 43 Mbit/s is the preset's "43mbit"
 

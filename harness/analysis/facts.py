@@ -318,6 +318,9 @@ class Facts:
     transfer: TransferFacts | None = None    # None: no payload to measure
     bounds: Bounds = Bounds()
     device_busy: float | None = None         # the board's own measure of its core: busy share of the workload
+    # the stage of the link that sets link_rate_bps: "link", or "bus" when the WiFi chip's host bus (its ACKs the
+    # other way included) carries less than the air (harness.link.air.tcp_capacity_bps)
+    link_stage: str = "link"
 
     @property
     def empty_reason(self) -> str | None:

@@ -25,7 +25,7 @@ def _check_arguments(device_ip: str | None, interval_s: float, captured_at: str 
 def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: int | None = None,
                  link_rate_bps: float | None = None, interval_s: float = 1.0,
                  captured_at: str | None = None, sender: str | None = None,
-                 device_busy: float | None = None) -> CaptureAnalysis:
+                 device_busy: float | None = None, link_stage: str = "link") -> CaptureAnalysis:
     """Analyse one TCP connection of a capture (default: the one with the most payload).
 
     ``sender`` ("device" or "peer", with ``device_ip``) picks the connection carrying the most
@@ -33,6 +33,9 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
 
     ``device_busy`` (0-1) is the board's own measure of how busy its core was over the workload,
     when the caller has it: with it the verdict can say "cpu-limited".
+
+    ``link_stage`` is "bus" when ``link_rate_bps`` is the WiFi chip's host bus's bound, lower than the
+    air's (harness.studies.run.data_rate): a transfer at that rate is then "bus-limited".
 
     ``captured_at`` ("device" or "peer") says where the capture was taken when the caller knows
     (netrepro's own captures are at the device side); otherwise it is judged from the timing.
@@ -49,4 +52,6 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
                     sender=sender, link_rate_bps=link_rate_bps, interval_s=interval_s)
     if device_busy is not None:
         facts = dataclasses.replace(facts, device_busy=device_busy)
+    if link_stage != "link":
+        facts = dataclasses.replace(facts, link_stage=link_stage)
     return CaptureAnalysis(facts, judge(facts))

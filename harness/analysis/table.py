@@ -79,7 +79,8 @@ def _data_direction(a: CaptureAnalysis) -> list[str]:
                  f"time: {shares}")
     if a.bound_mbps is not None:
         window_bound = f"{a.window_bound_mbps:.1f}" if a.window_bound_mbps else "?"
-        lines.append(f"bound     {a.bound_mbps:.1f} Mbit/s = min(link {a.link_rate_bps / 1e6:g}, "
+        stage = "bus" if a.facts.link_stage == "bus" else "link"  # the WiFi chip's host bus, when it is the lower
+        lines.append(f"bound     {a.bound_mbps:.1f} Mbit/s = min({stage} {a.link_rate_bps / 1e6:g}, "
                      f"window/RTT {window_bound})")
     elif a.window_bound_mbps is not None:
         lines.append(f"bound     window/RTT {a.window_bound_mbps:.1f} Mbit/s (link rate unknown)")

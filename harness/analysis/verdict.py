@@ -2,8 +2,9 @@
 
 ``judge(facts)`` is a pure function: it reads ``Facts`` and returns a ``Verdict`` (name, reason,
 and the evidence it looked at beyond the facts); it changes nothing. The checks run in this
-order, the first that holds decides: the link, loss by timeouts, the receiver, the window, the
-board's core (when its own load is known), the send buffer, loss, the sender, unknown.
+order, the first that holds decides: the link (or its WiFi chip's host bus), loss by timeouts, the
+receiver, the window, the board's core (when its own load is known), the send buffer, loss, the
+sender, unknown.
 
 A send buffer (lwIP's TCP_SND_BUF) shows as in flight held at a flat ceiling below the
 receiver's window. When the application refills the buffer the moment an ACK frees room, the
@@ -23,11 +24,12 @@ from harness.analysis.numbers import plural, rounded
 from harness.analysis.transfer import Plateau
 from harness.core.ethernet import MAX_FRAME, wire_bytes
 
-VERDICTS = ("window-limited", "send-buffer-limited", "link-limited", "loss-limited", "receiver-limited",
-            "cpu-limited", "sender-limited", "unknown")
+VERDICTS = ("window-limited", "send-buffer-limited", "link-limited", "bus-limited", "loss-limited",
+            "receiver-limited", "cpu-limited", "sender-limited", "unknown")
 
 # Thresholds of the verdict (fractions of the data-transfer time unless said otherwise).
-LINK_BUSY = 0.85          # goodput >= 85 % of the payload rate the link can carry -> link-limited
+LINK_BUSY = 0.85          # goodput >= 85 % of the payload rate the link can carry -> link-limited (bus-limited
+                          # when that rate is the WiFi chip's host bus's, below the air's)
 RTO_SHARE = 0.20          # stalls before timeout retransmissions >= 20 % -> loss-limited
 ZERO_WINDOW_SHARE = 0.05  # receiver at zero window >= 5 % -> receiver-limited
 SHRUNK_WINDOW = 0.75      # median advertised window <= 75 % of its largest (or its SYN's) = shrinking
@@ -121,6 +123,11 @@ def _link(facts: Facts, r: _Reading) -> Finding | None:
     best = max(goodput, steady or 0.0)  # the steady per-interval rate counts too: start and end are slower
     if link_payload and best >= LINK_BUSY * link_payload:
         per = f" ({steady:.1f} Mbit/s per {facts.interval_s:g} s, median)" if steady and steady > 1.02 * goodput else ""
+        if facts.link_stage == "bus":
+            return "bus-limited", (f"goodput {goodput:.1f} Mbit/s{per} = {best / link_payload:.0%} of the "
+                                   f"{link_payload:.1f} Mbit/s of payload the WiFi chip's host bus carries (as a "
+                                   f"{facts.link_rate_bps / 1e6:.1f} Mbit/s link, the ACKs crossing it too), less "
+                                   f"than the air would; {r.whose} window {r.window_text}, RTT {r.rtt_text}")
         return "link-limited", (f"goodput {goodput:.1f} Mbit/s{per} = {best / link_payload:.0%} of the "
                                 f"{link_payload:.1f} Mbit/s of payload the {facts.link_rate_bps / 1e6:g} Mbit/s link "
                                 f"carries; {r.whose} window {r.window_text}, RTT {r.rtt_text}")

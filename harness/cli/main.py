@@ -26,7 +26,7 @@ from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec, parse_rate
-from harness.link.air import frames_per_turn, saturated_rate_bps
+from harness.link.air import ACKS_PER_SEGMENT, bus_rate_bps, frames_per_turn, saturated_rate_bps
 from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
 from harness.rig.engine import make_engine
 from harness.rig.lwip_ram import ram_line
@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--capture-at", choices=("device", "peer"), default="device",
                      help="where the capture is taken: the device's side of the link, or the peer's (the PC's), "
                           "where frames the link drops toward the device still show (default device)")
+    run.add_argument("--peer-quickack", action="store_true",
+                     help="the peer ACKs every segment (its route's quickack), as a report's peer may have; default: "
+                          "Linux's delayed ACKs, whose timer is not in the board's time (docs/device-time.md)")
     run.add_argument("--workload", default="rx", choices=WORKLOADS)
     run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
     run.add_argument("--minutes", type=float, default=None, metavar="M",
@@ -362,7 +365,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 f"{baseline.get('link_name') or 'direct'}, workload {baseline['workload']['name']}")
     plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), link, workload,
                    boot_timeout=args.timeout, time=platform.time(time_choice(args)),
-                   check_alive=args.minutes is not None, capture_at=args.capture_at)
+                   check_alive=args.minutes is not None, capture_at=args.capture_at, peer_quickack=args.peer_quickack)
     run_dir = make_run_dir(args.out, platform.name, profile.name)
     try:
         result = plan.execute(run_dir, progress)
@@ -414,8 +417,12 @@ def _link_line(result: RunResult) -> str:
                 f"to peer {_rate(link['to_peer'].get('rate_bps'))}")
     spec = LinkSpec.from_dict(link)
     turns = result.link_counters.get("txops_per_s")
+    bus = (f"; host bus {spec.bus_rate_bps / 1e6:g} Mbit/s, {spec.bus_cost_s * 1e6:g} us a transfer: "
+           f"{bus_rate_bps(spec) / 1e6:.1f} Mbit/s one way, "
+           f"{bus_rate_bps(spec, acks=ACKS_PER_SEGMENT) / 1e6:.1f} with TCP's ACKs"
+           if spec.bus_rate_bps else "")
     return (f"{rtt}, shared medium (802.11): PHY {spec.phy_rate_bps / 1e6:g} Mbit/s, {frames_per_turn(spec)} full "
-            f"frames a turn, {saturated_rate_bps(spec) / 1e6:.1f} Mbit/s one way"
+            f"frames a turn, {saturated_rate_bps(spec) / 1e6:.1f} Mbit/s one way" + bus
             + (f"; {turns:.0f} turns/s" if turns else ""))
 
 

@@ -79,6 +79,11 @@ def format_medium(calibration: MediumCalibration, entry: str) -> str:
     lines = [f"{calibration.platform} {calibration.preset} on the shared medium: phy_rate "
              f"{calibration.phy_rate_bps / 1e6:.3f} Mbit/s carries {calibration.goodput_bps / 1e6:.3f} Mbit/s of UDP "
              f"(target {calibration.target_bps / 1e6:g}, {calibration.error * 100:+.2f} %)", *runs]
+    bus = calibration.settings.get("bus_rate_bps")
+    if bus:
+        cost = calibration.settings.get("bus_cost_s", 0.0) * 1e6
+        lines.insert(1, f"  with its host bus as the preset gives it (assumed): bus_rate {bus / 1e6:g} Mbit/s, "
+                        f"bus_cost {cost:g} us a transfer")
     if calibration.confirmed_bps is not None:
         lines.append(f"through the board (udp-rx): {calibration.confirmed_bps / 1e6:.3f} Mbit/s")
     return "\n".join([*lines, "", "the report's [[inputs]] entry:", entry])

@@ -11,7 +11,7 @@ from harness.core.progress import Progress
 from harness.rig.platform import load_platform
 from harness.studies.medium import record_input
 from harness.studies.report_file import find_report, load_report
-from harness.studies.rtt import RttCalibration, calibrate_rtt, preset_line, record_base_delay
+from harness.studies.rtt import RttCalibration, calibrate_rtt, record_base_delay, rtt_line
 
 
 def add_rtt_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -44,7 +44,7 @@ def cmd_calibrate_rtt(args: argparse.Namespace) -> int:
     if args.record:  # an unknown report, or a preset it cannot write into: one line now, not after the pings
         earlier = next((i for i in load_report(args.record)["inputs"] if i["name"] == name), {})
         source = args.source or earlier.get("source") or source
-        preset_line(platform, args.link, "rtt")
+        rtt_line(platform, args.link)
     calibration = calibrate_rtt(platform, args.link, args.rtt, count=args.pings,
                                 progress=Progress(quiet=args.quiet or args.json))
     entry = calibration.input_toml(name, source)

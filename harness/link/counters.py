@@ -40,6 +40,11 @@ class DirectionCounters:
     airtime_s: float = 0.0
     txops: int = 0
     air_retries: int = 0
+    # the WiFi chip's host bus (0 without one): the board seconds its finished transfers of this direction took,
+    # those transfers, and the most frames of this direction that waited for it at once
+    bus_s: float = 0.0
+    bus_transfers: int = 0
+    bus_queue_hwm_pkts: int = 0
 
     @property
     def dropped_total(self) -> int:

@@ -25,6 +25,9 @@
  *      idle link passes B bytes at once, then frames follow at the rate.
  *      With medium=shared (a link-wide setting) the two directions' rate stages are one radio
  *      channel instead, taken in turns (TXOPs) that aggregate frames: see "the shared medium".
+ *      With bus_rate > 0 as well, every frame also crosses the WiFi chip's host bus on the board's
+ *      side of the air (before the air toward the peer, after it toward the device): see "the WiFi
+ *      chip's host bus".
  *   4. delay (seconds) plus jitter: uniform in [-jitter, +jitter] (netem's default
  *      when no distribution table is given) or, with jitter_dist=normal, normal with
  *      sigma = jitter truncated at 4 sigma; the total never goes below zero.  Frames
@@ -1358,6 +1361,9 @@ struct dir {
     struct rng rng_air;
     double airtime_ns;
     uint64_t txops, air_retries;
+    /* the WiFi chip's host bus (medium=shared, bus_rate > 0): link time its finished transfers took, and them */
+    double bus_ns;
+    uint64_t bus_transfers, bus_hwm_pkts;
     /* counters */
     uint64_t frames_in, bytes_in, frames_out, bytes_out, dropped[NREASON];
     uint64_t hwm_pkts, hwm_bytes;
@@ -1506,6 +1512,10 @@ static ns_t dir_due(struct dir *d, double dep)
     d->last_due = due;
     return due;
 }
+
+/* the WiFi chip's host bus (below the shared medium): a frame off the air toward the device goes to it */
+static int bus_on(void);
+static void bus_from_air(struct dir *d, struct frame *f, double e);
 
 /* ------------------------------------------------------------------ the shared medium */
 
@@ -1662,6 +1672,10 @@ static void air_turn(int w, double s)
             free(f);
             continue;
         }
+        if (d->id == TO_DEVICE && bus_on()) {
+            bus_from_air(d, f, e); /* the chip hands it to the board over its host bus */
+            continue;
+        }
         f->due = dir_due(d, e);
         f->order = d->order++;
         heap_push(d, f);
@@ -1684,6 +1698,156 @@ static ns_t air_deadline(void)
     double s = air_next(&w);
     return s == INFINITY ? INT64_MAX : (ns_t)ceil(s + g_air.access_ns);
 }
+
+/* ------------------------------------------------------------------ the WiFi chip's host bus */
+
+/*
+ * With medium=shared and bus_rate > 0, the WiFi chip hangs on a host bus (SDIO or SPI) between the
+ * board and the radio, and every frame crosses it once, on the board's side of the air:
+ *   to_peer    the frame the board sends crosses the bus first; it reaches the air's queue when its
+ *              transfer ends (it counts against the direction's queue limit from its arrival, with
+ *              the frames waiting for the air: the board's queue toward the chip and the chip's queue
+ *              toward the air are taken as one);
+ *   to_device  the frame off the air (at the end of its turn) crosses the bus, then takes the one-way
+ *              delay and jitter; while it waits for the bus it counts against the direction's limit
+ *              and limit_bytes (the chip's buffer toward the host; full: dropped as "queue").
+ * A transfer takes bus_cost (command and response, block framing, the driver's interrupt turnaround)
+ * + the frame's bytes * 8 / bus_rate.  The bus is one half-duplex resource both directions share: one
+ * transfer at a time, in the order the frames reached it (FIFO across the directions).  Because it is
+ * FIFO, a transfer's start is max(its arrival, the end of the one before) once every earlier arrival
+ * is in; a frame from the board is in when it is read (its kernel timestamp), so a frame off the air,
+ * whose arrival (its turn's end) is known when the turn is taken, waits in `pending` until link time
+ * reaches its arrival (a deadline of its own) and is then put in order.  Link time, as the air's.
+ * Busy time is counted per direction when a transfer ends (bus_s in the stats), so that a stats
+ * snapshot's bus time and frames_out cover the same frames.
+ */
+struct bus_xfer {
+    double start, end;
+    int dir;
+    uint32_t len;
+};
+
+struct bus {
+    int on;
+    double cost_ns, ns_per_byte; /* link ns */
+    double free_at;              /* the end of the last transfer scheduled */
+    struct bus_xfer *x;          /* the transfers scheduled and not ended, in order: a ring */
+    size_t cap, head, n, started; /* started: of the n, how many have started (the first ones) */
+    uint64_t wait[NDIR], wait_bytes[NDIR]; /* transfers not started yet, per direction */
+    struct frame **p;            /* frames off the air toward the device, not at the bus yet: a ring */
+    size_t p_cap, p_head, p_n;
+    struct dir *dirs;
+};
+static struct bus g_bus;
+
+static int bus_on(void) { return g_bus.on; }
+
+static void bus_init(const struct link_conf *lc, struct dir *dirs)
+{
+    if (lc->bus_rate && strcmp(lc->medium, "shared"))
+        usage_error("--bus_rate %" PRIu64 ": the WiFi chip's host bus needs medium=shared (it sits between the "
+                    "board and the air); set medium=shared, or bus_rate=0 for no bus", lc->bus_rate);
+    g_bus.on = lc->bus_rate > 0;
+    g_bus.cost_ns = lc->bus_cost * 1e9 * g_dilation;
+    g_bus.ns_per_byte = lc->bus_rate ? 8e9 / (double)lc->bus_rate * g_dilation : 0;
+    g_bus.free_at = -1e18;
+    g_bus.dirs = dirs;
+}
+
+/* transfers that started by link time t stop waiting; those that ended count their busy time */
+static void bus_settle(double t)
+{
+    while (g_bus.started < g_bus.n) {
+        struct bus_xfer *x = &g_bus.x[(g_bus.head + g_bus.started) % g_bus.cap];
+        if (x->start > t)
+            break;
+        g_bus.wait[x->dir]--;
+        g_bus.wait_bytes[x->dir] -= x->len;
+        g_bus.started++;
+    }
+    while (g_bus.started && g_bus.x[g_bus.head].end <= t) {
+        struct bus_xfer *x = &g_bus.x[g_bus.head];
+        g_bus.dirs[x->dir].bus_ns += x->end - x->start;
+        g_bus.dirs[x->dir].bus_transfers++;
+        g_bus.head = (g_bus.head + 1) % g_bus.cap;
+        g_bus.n--;
+        g_bus.started--;
+    }
+}
+
+/* a frame of direction d reaches the bus at link time at (every earlier arrival already in): when its transfer
+   ends */
+static double bus_schedule(struct dir *d, uint32_t len, double at)
+{
+    bus_settle(at);
+    if (g_bus.n == g_bus.cap) {
+        size_t ncap = g_bus.cap ? g_bus.cap * 2 : 1024;
+        struct bus_xfer *nx = xmalloc(ncap * sizeof(*nx));
+        for (size_t i = 0; i < g_bus.n; i++)
+            nx[i] = g_bus.x[(g_bus.head + i) % g_bus.cap];
+        free(g_bus.x);
+        g_bus.x = nx;
+        g_bus.cap = ncap;
+        g_bus.head = 0;
+    }
+    double start = g_bus.free_at > at ? g_bus.free_at : at;
+    double end = start + g_bus.cost_ns + (double)len * g_bus.ns_per_byte;
+    g_bus.x[(g_bus.head + g_bus.n) % g_bus.cap] = (struct bus_xfer){start, end, d->id, len};
+    g_bus.n++;
+    g_bus.wait[d->id]++;
+    g_bus.wait_bytes[d->id] += len;
+    if (g_bus.wait[d->id] > d->bus_hwm_pkts)
+        d->bus_hwm_pkts = g_bus.wait[d->id];
+    g_bus.free_at = end;
+    return end;
+}
+
+/* a frame off the air toward the device at link time e (its turn's end): it waits to reach the bus at e */
+static void bus_from_air(struct dir *d, struct frame *f, double e)
+{
+    (void)d;
+    if (g_bus.p_n == g_bus.p_cap) {
+        size_t ncap = g_bus.p_cap ? g_bus.p_cap * 2 : 1024;
+        struct frame **np = xmalloc(ncap * sizeof(*np));
+        for (size_t i = 0; i < g_bus.p_n; i++)
+            np[i] = g_bus.p[(g_bus.p_head + i) % g_bus.p_cap];
+        free(g_bus.p);
+        g_bus.p = np;
+        g_bus.p_cap = ncap;
+        g_bus.p_head = 0;
+    }
+    f->arrival = (ns_t)ceil(e); /* from here on: when it reaches the bus */
+    g_bus.p[(g_bus.p_head + g_bus.p_n) % g_bus.p_cap] = f;
+    g_bus.p_n++;
+}
+
+/* the frames off the air that reached the bus by link time t, in order: queued for it (or dropped when the
+   chip's buffer toward the board is full), then the delay; then what settled by t */
+static void bus_advance(ns_t t)
+{
+    while (g_bus.p_n) {
+        struct frame *f = g_bus.p[g_bus.p_head];
+        if (f->arrival > t)
+            break;
+        g_bus.p_head = (g_bus.p_head + 1) % g_bus.p_cap;
+        g_bus.p_n--;
+        struct dir *d = &g_bus.dirs[TO_DEVICE];
+        bus_settle((double)f->arrival);
+        if ((d->c.limit && g_bus.wait[TO_DEVICE] >= d->c.limit) ||
+            (d->c.limit_bytes && g_bus.wait_bytes[TO_DEVICE] + f->len > d->c.limit_bytes)) {
+            count_drop(d, f->arrival, R_QUEUE, f->n, f->data, f->len);
+            free(f);
+            continue;
+        }
+        f->due = dir_due(d, bus_schedule(d, f->len, (double)f->arrival));
+        f->order = d->order++;
+        heap_push(d, f);
+    }
+    bus_settle((double)t);
+}
+
+/* when the next frame off the air reaches the bus (INT64_MAX: none waits) */
+static ns_t bus_deadline(void) { return g_bus.p_n ? g_bus.p[g_bus.p_head]->arrival : INT64_MAX; }
 
 /* a frame arrives at time now (ns since g_t0) */
 static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t now)
@@ -1748,10 +1912,12 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     /* queue limit */
     if (g_air.on)
         air_advance(now);
+    if (g_bus.on)
+        bus_advance(now); /* the frames off the air that reached the bus before this one */
     q_advance(d, now);
     uint64_t q_n = g_air.on ? d->aq_wait : d->q_n, q_bytes = g_air.on ? d->aq_wait_bytes : d->q_bytes;
     if ((d->c.limit && q_n >= d->c.limit) || (d->c.limit_bytes && q_bytes + len > d->c.limit_bytes) ||
-        d->heap_n + d->aq_n >= g_max_inflight) {
+        d->heap_n + d->aq_n + (d->id == TO_DEVICE ? g_bus.p_n : 0) >= g_max_inflight) {
         count_drop(d, now, R_QUEUE, n, data, len);
         return;
     }
@@ -1764,6 +1930,9 @@ static void dir_arrive(struct dir *d, const uint8_t *data, uint32_t len, ns_t no
     f->state = AIR_WAITING;
     memcpy(f->data, data, len);
     if (g_air.on) {
+        if (g_bus.on && d->id == TO_PEER) /* the board's frame crosses the bus first: it reaches the air's queue
+                                               when that ends (toward the device it crosses after the air) */
+            f->arrival = (ns_t)ceil(bus_schedule(d, len, (double)now));
         air_admit(d, f);
         if (!g_capture_at_peer && d->id == TO_PEER)
             pcap_write(now + g_t0, data, len); /* device side: stamped on arrival from the device */
@@ -1905,6 +2074,8 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
         fprintf(f, ",\n  \"medium\": \"shared\",\n  \"txops_per_s\": %.3f",
                 board_s > 0 ? (double)(dirs[TO_DEVICE].txops + dirs[TO_PEER].txops) / board_s : 0.0);
     }
+    if (g_bus.on)
+        bus_settle((double)now);
     for (int i = 0; i < NDIR; i++) {
         struct dir *d = &dirs[i];
         q_advance(d, now);
@@ -1920,13 +2091,17 @@ static void stats_write(struct dir *dirs, ns_t now, int final)
                 ",\n    \"queue_pkts\": %zu,\n    \"in_flight\": %zu,\n    \"late_us_mean\": %.3f,\n"
                 "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 ",\n    \"overflow\": \"%s\",\n"
                 "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d",
-                d->hwm_pkts, d->hwm_bytes, g_air.on ? (size_t)d->aq_wait : d->q_n, d->heap_n + d->aq_n,
+                d->hwm_pkts, d->hwm_bytes, g_air.on ? (size_t)d->aq_wait : d->q_n,
+                d->heap_n + d->aq_n + (i == TO_DEVICE ? g_bus.p_n : 0),
                 d->late_n ? d->late_sum_ns / d->late_n / 1e3 / g_dilation : 0.0, d->late_max_ns / 1e3 / g_dilation,
                 d->late_over_100us, d->c.overflow, d->out->sndbuf,
                 d->out->sock_frames);
         if (g_air.on) /* the air: link time its turns took, the turns, the MPDUs sent again */
             fprintf(f, ",\n    \"airtime_s\": %.9f,\n    \"txops\": %" PRIu64 ",\n    \"air_retries\": %" PRIu64,
                     d->airtime_ns / 1e9 / g_dilation, d->txops, d->air_retries);
+        if (g_bus.on) /* the bus: link time its finished transfers took, them, the most that waited for it */
+            fprintf(f, ",\n    \"bus_s\": %.9f,\n    \"bus_transfers\": %" PRIu64 ",\n    \"bus_queue_hwm_pkts\": %" PRIu64,
+                    d->bus_ns / 1e9 / g_dilation, d->bus_transfers, d->bus_hwm_pkts);
         fputs("\n  }", f);
     }
     fputs("\n}\n", f);
@@ -2121,6 +2296,11 @@ static ns_t next_deadline(struct loop *L)
         if (t < deadline)
             deadline = t;
     }
+    if (g_bus.on) {
+        ns_t t = bus_deadline(); /* the next frame off the air reaches the bus */
+        if (t < deadline)
+            deadline = t;
+    }
     if (g_files_dirty && L->last_flush + NS_PER_S < deadline)
         deadline = L->last_flush + NS_PER_S;
     return deadline;
@@ -2181,6 +2361,8 @@ static void loop_once(struct loop *L)
     ns_t now = link_now();
     if (g_air.on)
         air_advance(now);
+    if (g_bus.on)
+        bus_advance(now);
     for (int i = 0; i < NDIR; i++)
         dir_deliver(&L->dirs[i], now);
 
@@ -2463,6 +2645,7 @@ int main(int argc, char **argv)
     dir_init(&dirs[TO_DEVICE], TO_DEVICE, &conf[TO_DEVICE], lc.seed, &dev_ep);
     dir_init(&dirs[TO_PEER], TO_PEER, &conf[TO_PEER], lc.seed, &peer_ep);
     air_init(&lc, dirs);
+    bus_init(&lc, dirs);
     endpoint_try_connect(&dev_ep, 0);
     endpoint_try_connect(&peer_ep, 0);
 

@@ -2,7 +2,8 @@
 
 A report's RTT is what ping measured over its link, idle: the two one-way delays, and each way's
 passage of one small frame (on the shared medium a turn of the air: channel access, preamble,
-block ack; on a wire the frame's time at the rate). `idle_ping_s` is the arithmetic; `pings`
+block ack, and its transfer across the WiFi chip's host bus; on a wire the frame's time at the
+rate). `idle_ping_s` is the arithmetic; `pings`
 measures it through the link binary with this process at both ends (unix datagram sockets, as
 harness.link.saturate does): the peer's echo request goes through, the device's end answers at
 once. Each ping is timed as the link saw it at the peer's side (its capture there: the request's
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from harness.core.errors import NetreproError
 from harness.core.ethernet import wire_bytes
-from harness.link.air import turn_s
+from harness.link.air import bus_s, turn_s
 from harness.link.capture import read_pcap_ns
 from harness.link.process import Link
 from harness.link.spec import LinkSpec
@@ -35,9 +36,10 @@ SO_TIMESTAMPNS = 35            # Linux's asm-generic/socket.h (Python's socket m
 
 def passage_s(spec: LinkSpec, way: str, size: int = PING_FRAME) -> float:
     """One frame's passage through one direction of an idle link, its delay aside: a turn of the air on the
-    shared medium, the frame's time at the direction's rate on a wire (none without a rate)."""
+    shared medium and its transfer across the WiFi chip's host bus (when the preset has one), the frame's time
+    at the direction's rate on a wire (none without a rate)."""
     if spec.medium == "shared":
-        return turn_s(spec, [size])
+        return turn_s(spec, [size]) + bus_s(spec, size)
     rate = getattr(spec, way).rate_bps
     return wire_bytes(size) * 8 / rate if rate else 0.0
 

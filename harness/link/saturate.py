@@ -11,6 +11,17 @@ On the shared medium the link also counts the air time its turns took (access to
 its own schedule: the payload it delivered over that time is the same goodput, untouched by how
 late this busy host woke the link or the receiver (the wall-clock figure moves by ~2 % on a loaded
 host), and is the one a calibration uses; the receiver's figure stays beside it as a check.
+
+With the WiFi chip's host bus (bus_rate > 0) the frames cross two stages in series, the air and then the
+bus, and the end-to-end goodput is the payload delivered over the span the frames took through both.
+Under the flood the slower stage never idles (its queue stays full), so its busy time is that span; the
+faster one idles part of it, so its busy time is shorter. The link counts both in its own schedule
+(`airtime_s`, `bus_s`, the bus's finished transfers only, so that it covers the frames `frames_out`
+counts), and the goodput is the payload delivered over the larger of the two: the air's figure as before
+when the air is the slower stage, the bus's when the bus is. The airtime alone would not do with a slower
+bus: the air, held full by the flood, also carries the frames the bus's queue then drops, and its last
+turns run on after the bus has stopped taking frames, so that the air's busy time is not the delivered
+frames' span; the receiver's figure is again the check beside it.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import NetreproError
+from harness.link.counters import DirectionCounters
 from harness.link.process import Link
 from harness.link.spec import LinkSpec
 
@@ -40,12 +52,14 @@ _SNAPLEN = 64                         # the capture keeps headers only: a flood'
 class Saturation:
     """What one flood through the link delivered."""
 
-    goodput_bps: float                # UDP payload bit/s: over the air time on the shared medium, else wall_bps
+    goodput_bps: float                # UDP payload bit/s: over the air's (or a slower bus's) busy time on the
+                                      # shared medium, else wall_bps
     wall_bps: float                   # UDP payload bit/s at the receiving end on the wall clock, settled
     offered_bps: float                # what was sent, in payload bits per second
     sent: int                         # datagrams sent
     received: int                     # datagrams that came through
     seconds: float                    # the measured stretch
+    to_device: DirectionCounters | None = None  # the link's counters of the flood's direction (airtime_s, bus_s)
 
 
 def _frame(seq: int) -> bytes:
@@ -133,5 +147,6 @@ def udp_saturation(spec: LinkSpec, seconds: float = 2.0, offered_bps: float | No
     if received < 2:
         raise NetreproError("no UDP datagram came through the link", "check the link spec (a rate of 0 on the air?)")
     air = link.counters_at_stop.to_device if link.counters_at_stop is not None else None
-    air_bps = air.frames_out * UDP_PAYLOAD * 8 / air.airtime_s if air is not None and air.airtime_s > 0 else None
-    return Saturation(air_bps or bps, bps, offered, sent, len(receiver.got), measured_s)
+    busy = max(air.airtime_s, air.bus_s) if air is not None else 0.0  # the slower stage's: the frames' span
+    air_bps = air.frames_out * UDP_PAYLOAD * 8 / busy if air is not None and busy > 0 else None
+    return Saturation(air_bps or bps, bps, offered, sent, len(receiver.got), measured_s, air)

@@ -308,6 +308,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("retry_limit", "retry_limit", 7, parse_count, Whole(1, 255), scope="link",
             doc="transmissions of an MPDU before it is dropped (reason air): dot11ShortRetryLimit 7 "
                 "(802.11-2016 Annex C)"),
+    # link-wide, the shared medium only: the WiFi chip's host bus (SDIO or SPI) between the board and the radio,
+    # one half-duplex resource both directions cross, a transfer at a time in arrival order (netrepro_link.c,
+    # "the WiFi chip's host bus"). 0: no bus stage, the default, so a preset without it runs as before.
+    Setting("bus_rate", "bus_rate_bps", 0, parse_rate, Whole(), scope="link",
+            doc="the host bus's data rate (medium = \"shared\" only); 0: no bus. Assumed, not published: SDIO "
+                "4-bit at 50 MHz is 200 Mbit/s raw (SD 3.0 high speed; the CYW43439 and CYW4343W take it), gSPI "
+                "at 50 MHz 50 Mbit/s"),
+    Setting("bus_cost", "bus_cost_s", 0.0, parse_time, Real(0, 1), scope="link",
+            doc="the host bus's time for each transfer beside its bytes: command and response, block framing "
+                "and the driver's interrupt turnaround for one frame; assumed, 20-300 us"),
 )
 
 SETTING = {s.name: s for s in SETTINGS}

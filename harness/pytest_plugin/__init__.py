@@ -42,7 +42,7 @@ from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
 from harness.studies.reproduce import reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult, data_rate_bps, device_busy, execute_trusted
+from harness.studies.run import Configuration, RunPlan, RunResult, data_rate, device_busy, execute_trusted
 
 _RUN_DIRS = pytest.StashKey[list[Path]]()
 RUN_FOLDERS_KEPT = "netrepro run folders kept (capture, console log, plots)"
@@ -133,8 +133,9 @@ class Netrepro:
 
     def capture(self, result: RunResult) -> CaptureAnalysis:
         """The run's capture, analysed, with the expect_* assertion helpers."""
+        rate, stage = data_rate(result)
         return load_capture(result.capture, device_ip=result.device, captured_at=result.captured_at,
-                            link_rate_bps=data_rate_bps(result), device_busy=device_busy(result))
+                            link_rate_bps=rate, device_busy=device_busy(result), link_stage=stage)
 
     def reproduce(self, report: str, cases: list[str] | None = None, repeats: int | None = None,
                   seconds: float | None = None, time: str | None = None, d_check: bool = False

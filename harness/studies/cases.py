@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.analysis import AnalysisSummary, load_capture
 from harness.core.errors import NetreproError
-from harness.studies.run import RunResult, data_rate_bps, device_busy, figures_at_risk, threads_text
+from harness.studies.run import RunResult, data_rate, device_busy, figures_at_risk, threads_text
 
 
 @dataclass
@@ -132,8 +132,9 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.median_run_dir = middle.run_dir
     result.dilation = middle.time.get("dilation") if middle.time else None
     result.threads = threads_text(middle.threads["cpu"]) if middle.threads and "cpu" in middle.threads else None
-    rate = data_rate_bps(middle, result.direction)
-    analysis = middle.analysis if result.direction is None else _direction_analysis(middle, result.direction, rate)
+    rate, stage = data_rate(middle, result.direction)
+    analysis = (middle.analysis if result.direction is None else
+                _direction_analysis(middle, result.direction, rate, stage))
     analysis = analysis or AnalysisSummary(verdict=None)
     result.verdict, result.verdict_reason = analysis.verdict, analysis.verdict_reason
     result.link_mbps = round(rate / 1e6, 2) if rate else None
@@ -222,11 +223,13 @@ def _median_of(values: list[float | None]) -> float | None:
     return round(statistics.median(known), 2) if known else None
 
 
-def _direction_analysis(run: RunResult, direction: str, rate: float | None) -> AnalysisSummary:
-    """The analysis of the one connection of a two-way run that carried this direction's data."""
+def _direction_analysis(run: RunResult, direction: str, rate: float | None, stage: str = "link") -> AnalysisSummary:
+    """The analysis of the one connection of a two-way run that carried this direction's data (`stage`: what
+    sets `rate`, "link" or the WiFi chip's host "bus")."""
     try:
         return load_capture(run.capture, device_ip=run.device, link_rate_bps=rate, captured_at=run.captured_at,
-                            sender="device" if direction == "tx" else "peer", device_busy=device_busy(run)).to_summary()
+                            sender="device" if direction == "tx" else "peer", device_busy=device_busy(run),
+                            link_stage=stage).to_summary()
     except NetreproError as exc:
         return AnalysisSummary(verdict=None, verdict_reason=str(exc))
 

@@ -205,8 +205,8 @@ def _check_ratio(r: CaseResult, want: dict, others: dict[str, CaseResult]) -> Ou
 
 def _check_link(r: CaseResult, within: float, _: dict) -> Outcome:
     rate = r.link_mbps
-    if r.verdict == "link-limited":
-        return True, "link-limited"
+    if r.verdict in ("link-limited", "bus-limited"):  # the bus is the WiFi link's own stage
+        return True, r.verdict
     if rate and r.median_mbps is not None and r.median_mbps >= (1 - within) * rate:
         return True, f"{r.median_mbps} Mbit/s within {within:.0%} of the link's {rate}"
     if not rate or r.verdict is None:  # neither the verdict nor the figure can say

@@ -9,6 +9,7 @@ verdict of each is turned into a recommendation computed from the measured figur
     window-limited       TCP_WND >= rate x RTT (the link's data-direction rate, the capture's RTT)
     send-buffer-limited  TCP_SND_BUF >= rate x RTT
     link-limited         the link is the limit: options will not help
+    bus-limited          the WiFi chip's host bus is the limit: options will not help
     loss-limited         a one-line hint (recovery options, the link's loss)
     receiver-limited     a one-line hint (the reading application)
     sender-limited       a one-line hint (per-segment cost; window options will not help)
@@ -90,6 +91,8 @@ def recommend(verdict: str | None, *, rate_bps: float | None, rtt_ms: float | No
         return _size_option(verdict, option, rate_bps, rtt_ms, options, device_mss, device_window, bound_mbps)
     if verdict == "link-limited":
         return Recommendation(verdict, "link-limited: the link is the limit: options will not help")
+    if verdict == "bus-limited":
+        return Recommendation(verdict, "bus-limited: the WiFi chip's host bus is the limit: options will not help")
     if verdict == "loss-limited":
         count = (f"{retransmissions} retransmissions ({rto_retransmissions or 0} after timeouts)"
                  if retransmissions is not None else "retransmissions")

@@ -7,10 +7,18 @@ share. The PHY rate is the medium's unknown (the contention and aggregation sett
 alone (harness.link.saturate) delivers the report's goodput, by the secant method over runs, and
 optionally confirms it through the board with the udp-rx workload. The TCP figures run over the
 calibrated medium are then predictions: nothing was fitted to them.
+
+A preset with the WiFi chip's host bus (bus_rate, bus_cost: assumed values, harness.link.air) is
+calibrated as a pair: the bus as the preset gives it, the PHY rate found so that the end-to-end goodput
+through both stages (the flood's figure over the slower stage's busy time, harness.link.saturate) is the
+report's. A bus that alone carries less than the target is refused before any flood: no PHY rate helps.
+With a bus the search starts from the arithmetic's PHY rate (harness.link.air.phy_rate_for) instead of
+65 Mbit/s, so that it does not start where the bus, not the air, sets the goodput.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +27,8 @@ from typing import Any
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.link.saturate import udp_saturation
+from harness.link.air import bus_udp_goodput_bps, phy_rate_for
+from harness.link.saturate import FRAME, UDP_PAYLOAD, udp_saturation
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.workload import Workload
@@ -57,8 +66,11 @@ class MediumCalibration:
 
     def input_toml(self, source: str) -> str:
         """The report file's [[inputs]] entry: the UDP figure (provenance report) and what it produced."""
-        produced = {"phy_rate": f"{self.phy_rate_bps / 1e6:.3f}mbit",
-                    "udp_goodput_mbps": round(self.goodput_bps / 1e6, 3), "runs": len(self.runs)}
+        produced: dict[str, Any] = {"phy_rate": f"{self.phy_rate_bps / 1e6:.3f}mbit",
+                                    "udp_goodput_mbps": round(self.goodput_bps / 1e6, 3), "runs": len(self.runs)}
+        if self.settings.get("bus_rate_bps"):  # the host bus it was calibrated with (the preset's, assumed)
+            produced["with_bus_rate"] = f"{self.settings['bus_rate_bps'] / 1e6:g}mbit"
+            produced["with_bus_cost"] = f"{self.settings.get('bus_cost_s', 0.0) * 1e6:g}us"
         if self.confirmed_bps is not None:
             produced["through_board_mbps"] = round(self.confirmed_bps / 1e6, 3)
         inline = ", ".join(f"{k} = {_toml_value(v)}" for k, v in produced.items())
@@ -124,6 +136,11 @@ def calibrate_medium(platform: Platform, preset: str, target_bps: float, seconds
     """Find the preset's PHY rate from the UDP target by floods through the link alone."""
     progress = progress or Progress(quiet=True)
     spec = shared_spec(platform, preset)
+    start = START_BPS
+    if spec.bus_rate_bps:
+        check_bus(spec, preset, target_bps)
+        with contextlib.suppress(ValueError):  # out of the air's reach: the floods say so with their closest run
+            start = phy_rate_for(spec, target_bps, FRAME, UDP_PAYLOAD)
     progress.step(f"calibrating {platform.name}'s {preset} on the shared medium to {target_bps / 1e6:g} Mbit/s "
                   f"of UDP ({seconds:g} s floods through the link alone)")
 
@@ -133,9 +150,21 @@ def calibrate_medium(platform: Platform, preset: str, target_bps: float, seconds
     def said(rate: int, got: float) -> None:
         progress.step(f"phy_rate {rate / 1e6:.3f} Mbit/s: UDP {got / 1e6:.3f} Mbit/s")
 
-    rate, got, runs = find_phy_rate(target_bps, measure, on_run=said)
+    rate, got, runs = find_phy_rate(target_bps, measure, start_bps=start, on_run=said)
     settings = {k: v for k, v in spec.as_dict().items() if k not in ("to_device", "to_peer")}
     return MediumCalibration(target_bps, rate, got, runs, platform.name, preset, settings)
+
+
+def check_bus(spec: LinkSpec, preset: str, target_bps: float) -> None:
+    """A preset's host bus must carry the UDP target by itself: the end-to-end goodput is never above the bus's."""
+    if target_bps <= 0:
+        return  # find_phy_rate says so
+    carried = bus_udp_goodput_bps(spec, FRAME, UDP_PAYLOAD)
+    if carried < target_bps:
+        raise NetreproError(f"the {preset} preset's host bus carries at most {carried / 1e6:.3f} Mbit/s of UDP "
+                            f"(bus_rate {spec.bus_rate_bps / 1e6:g} Mbit/s, bus_cost {spec.bus_cost_s * 1e6:g} us), "
+                            f"less than the {target_bps / 1e6:g} Mbit/s target: no PHY rate carries it",
+                            f"give [links.{preset}] a faster bus_rate or a smaller bus_cost, or check the UDP figure")
 
 
 def confirm_through_board(calibration: MediumCalibration, platform: Platform, tree: Path, run_dir: Path,
@@ -149,21 +178,28 @@ def confirm_through_board(calibration: MediumCalibration, platform: Platform, tr
     return replace(calibration, confirmed_bps=float(result.throughput_mbps) * 1e6)
 
 
-def phy_rate_line(platform: Platform, preset: str) -> tuple[list[str], int]:
-    """The platform file's lines and the index of the preset's `phy_rate = ...` line, which a calibration
-    overwrites; a preset not on the shared medium, or without exactly one such line, is refused."""
+def preset_line(platform: Platform, preset: str, key: str) -> tuple[list[str], int] | None:
+    """The platform file's lines and the index of the preset's one `key = ...` line, which a calibration
+    overwrites (None: the preset has no such line, or more than one)."""
     lines = platform.path.read_text().splitlines(keepends=True)
     starts = [i for i, ln in enumerate(lines) if ln.strip() == f"[links.{preset}]"]
-    found: list[int] = []
-    if starts:
-        end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-        found = [i for i in range(starts[0] + 1, end) if lines[i].split("=")[0].strip() == "phy_rate"]
-    if platform.links.get(preset, {}).get("medium") != "shared" or len(found) != 1:
+    if not starts:
+        return None
+    end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    found = [i for i in range(starts[0] + 1, end) if lines[i].split("=")[0].strip() == key]
+    return (lines, found[0]) if len(found) == 1 else None
+
+
+def phy_rate_line(platform: Platform, preset: str) -> tuple[list[str], int]:
+    """The preset's `phy_rate = ...` line (preset_line); a preset not on the shared medium, or without exactly
+    one such line, is refused."""
+    found = preset_line(platform, preset, "phy_rate")
+    if platform.links.get(preset, {}).get("medium") != "shared" or found is None:
         raise NetreproError(f"{platform.path}: [links.{preset}] has no medium = \"shared\" and one phy_rate line "
                             "to write the calibration into",
                             f"add medium = \"shared\" and phy_rate = \"65mbit\" to [links.{preset}], "
                             "or leave out --record")
-    return lines, found[0]
+    return found
 
 
 def record_phy_rate(platform: Platform, preset: str, rate_bps: int) -> None:

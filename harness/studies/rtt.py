@@ -22,6 +22,7 @@ from harness.link import LinkSpec
 from harness.link.ping import base_delay_for, idle_ping_s, pings
 from harness.rig.platform import Platform
 from harness.rig.session import Session
+from harness.studies.medium import preset_line
 
 TOLERANCE = 0.02  # the measured idle ping must read the report's RTT within this share
 
@@ -90,24 +91,18 @@ def calibrate_rtt(platform: Platform, preset: str, target_s: float, count: int =
     return found
 
 
-def preset_line(platform: Platform, preset: str, key: str) -> tuple[list[str], int]:
-    """The platform file's lines and the index of the preset's one `key = ...` line, which a calibration
-    overwrites; a preset without exactly one such line is refused."""
-    lines = platform.path.read_text().splitlines(keepends=True)
-    starts = [i for i, ln in enumerate(lines) if ln.strip() == f"[links.{preset}]"]
-    found: list[int] = []
-    if starts:
-        end = next((i for i in range(starts[0] + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-        found = [i for i in range(starts[0] + 1, end) if lines[i].split("=")[0].strip() == key]
-    if len(found) != 1:
-        raise NetreproError(f"{platform.path}: [links.{preset}] has no single {key} line to write the calibration "
-                            "into", f"add {key} = ... to [links.{preset}], or leave out --record")
-    return lines, found[0]
+def rtt_line(platform: Platform, preset: str) -> tuple[list[str], int]:
+    """The preset's `rtt = ...` line (harness.studies.medium.preset_line); a preset without exactly one is refused."""
+    found = preset_line(platform, preset, "rtt")
+    if found is None:
+        raise NetreproError(f"{platform.path}: [links.{preset}] has no single rtt line to write the calibration into",
+                            f"add rtt = \"5ms\" to [links.{preset}], or leave out --record")
+    return found
 
 
 def record_base_delay(platform: Platform, calibration: RttCalibration) -> None:
     """Write the base delay into the preset's rtt line (the rest of the file as it is)."""
-    lines, index = preset_line(platform, calibration.preset, "rtt")
+    lines, index = rtt_line(platform, calibration.preset)
     lines[index] = (f'rtt = "{calibration.base_delay_s * 1e3:.3f}ms"   # netrepro calibrate-rtt: an idle ping reads '
                     f"{calibration.target_s * 1e3:g} ms\n")
     platform.path.write_text("".join(lines))

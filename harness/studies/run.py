@@ -18,7 +18,7 @@ from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import SETTINGS, LinkSpec, capture_side
-from harness.link.air import saturated_rate_bps
+from harness.link.air import tcp_capacity_bps
 from harness.link.counters import LinkCounters
 from harness.rig.build import Firmware, build_firmware
 from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, DeviceTime
@@ -457,8 +457,9 @@ def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: 
 
 def analyse_run(result: RunResult) -> CaptureAnalysis:
     """Add the capture's analysis and plots to the result of a finished run."""
-    analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=data_rate_bps(result),
-                            captured_at=result.captured_at, device_busy=device_busy(result))
+    rate, stage = data_rate(result)
+    analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=rate,
+                            captured_at=result.captured_at, device_busy=device_busy(result), link_stage=stage)
     result.analysis = analysis.to_summary()
     _cost_per_segment(result)
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
@@ -478,6 +479,13 @@ def _warn_if_lagging(clock: dict[str, float] | None, progress: Progress) -> None
 def data_rate_bps(result: RunResult, direction: str | None = None) -> float | None:
     """The link's rate (pacing into the device included) in the direction the data went: `direction`
     ("rx"/"tx") of a two-way run when given, else the direction the capture saw, else the workload's."""
+    return data_rate(result, direction)[0]
+
+
+def data_rate(result: RunResult, direction: str | None = None) -> tuple[float | None, str]:
+    """data_rate_bps's rate, and the stage of the link that sets it: "bus" when it is the WiFi chip's host
+    bus's bound (the ACKs crossing it too, harness.link.air.tcp_capacity_bps), lower than the air's and
+    the NIC's pacing; else "link"."""
     seen = result.analysis.data_direction if result.analysis else None
     if direction is not None:
         sends = direction == "tx"
@@ -486,11 +494,17 @@ def data_rate_bps(result: RunResult, direction: str | None = None) -> float | No
     else:
         sends = result.workload["name"] in DEVICE_SENDS
     side = result.link["to_peer" if sends else "to_device"]
-    # on the shared medium the wire's rate does not apply: the air's capacity one way, every turn full, does
-    rate = side.get("rate_bps") if result.link.get("medium", "wire") == "wire" else saturated_rate_bps(
-        LinkSpec.from_dict(result.link))
-    rates = [r for r in (rate, side.get("pace_bps")) if r]
-    return float(min(rates)) if rates else None
+    # on the shared medium the wire's rate does not apply: the air's capacity one way, every turn full, does, or
+    # the host bus's with the ACKs crossing it too, when a bus is the slower stage
+    rate, stage = side.get("rate_bps"), "link"
+    if result.link.get("medium", "wire") != "wire":
+        rate, found = tcp_capacity_bps(LinkSpec.from_dict(result.link))
+        stage = "bus" if found == "bus" else "link"
+    rates = [(r, s) for r, s in ((rate, stage), (side.get("pace_bps"), "link")) if r]
+    if not rates:
+        return None, "link"
+    lowest, by = min(rates, key=lambda rs: rs[0])
+    return float(lowest), by
 
 
 def _rate_text(bps: float | None) -> str:

@@ -15,6 +15,8 @@ repeat_runs; summarise_runs), and its median is set beside the reproduction's (t
     platforms/P.toml: links.L.agg_frames   the same cases with the aggregation limit or the contention window (cwmin,
                       / .cwmin / .aifsn    aifsn) at an end, the PHY rate found again so the air still carries the
                                            preset's UDP goodput: the report's UDP figure stays what it is
+    platforms/P.toml: links.L.bus_rate     the same for the WiFi chip's host bus (Mbit/s; its cost in us), bus and air
+                      / .bus_cost          together; an end at which no PHY rate carries the UDP figure is not varied
     platforms/P.toml: nic.KEY              every case on board P: Platform.with_nic(KEY=value), for
                                            rx_burst_frames and rx_overflow_frames (the other one held at
                                            its effective value: rx_overflow_frames defaults to max(2, burst))
@@ -43,9 +45,7 @@ from typing import Any
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import LinkSpec, parse_rate, parse_time
-from harness.link.air import phy_rate_for, udp_goodput_bps
-from harness.link.saturate import FRAME, UDP_PAYLOAD
+from harness.link import parse_rate, parse_time
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
 from harness.rig.workload import DEFAULT_CHUNK
@@ -54,21 +54,25 @@ from harness.studies.claims import DEFAULT_BAND, percent
 from harness.studies.report_file import load_report, report_inputs, report_platform
 from harness.studies.reproduce import Setup, case_direction, case_setup, repeat_runs
 from harness.studies.run import Analyser, Repeats, RunPlan, RunResult, start_trusted
+from harness.studies.sensitivity_air import (
+    AIR_KEYS,
+    AIR_UNITS,
+    Unvaried,
+    air_in_use,
+    air_preset,
+    air_shown,
+    check_air_preset,
+)
 
 CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
 NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
 LINK_KEYS = ("rate", "rtt")
-AIR_KEYS = ("phy_rate", "agg_frames", "cwmin", "aifsn")  # a shared preset: UDP goodput, aggregation, contention
 ENDS = ("low", "high")
 _RATE_UNITS = {"bit/s": "bit", "kbit/s": "kbit", "Mbit/s": "mbit", "Gbit/s": "gbit"}  # input unit -> tc's
 _TIME_UNITS = {"s": "s", "ms": "ms", "us": "us"}
 _WHOLE_UNITS = {"nic": "frames", "chunk": "B"}
 _SETS = re.compile(r"^(?:(platforms|reports)/([A-Za-z0-9_.-]+)\.toml|(report)):\s*([A-Za-z0-9_.-]+)$")
 REPORT_OWNER = "report"  # `sets = "report: KEY"`: a key of the report file itself (its [links], [cpu], chunk)
-
-
-class Unvaried(Exception):
-    """Why an assumed input cannot be varied (one line, shown as "not varied: <why>")."""
 
 
 @dataclass(frozen=True)
@@ -152,8 +156,9 @@ def parse_sets(sets: str | None) -> Target:
 def setting(target: Target, value: float, unit: str | None) -> str | int | float:
     """The value as netrepro's file takes it: a tc rate or time for a link preset ("43mbit", "5.5ms"), a whole
     number of frames or bytes, an IPC."""
-    if target.kind == "link" or (target.kind == "air" and target.key == "phy_rate"):
-        table, word = (_RATE_UNITS, "rate") if target.key in ("rate", "phy_rate") else (_TIME_UNITS, "RTT")
+    if target.kind == "link" or (target.kind == "air" and target.key in AIR_UNITS):
+        rate = target.key == "rate" or AIR_UNITS.get(target.key) == "rate"
+        table, word = (_RATE_UNITS, "rate") if rate else (_TIME_UNITS, "RTT" if target.key == "rtt" else "time")
         if unit not in table:
             raise Unvaried(f"a link {word} in {unit or 'no unit'} is not converted (give it in {', '.join(table)})")
         return f"{format(value, '.12g')}{table[unit]}"
@@ -174,8 +179,9 @@ def setting(target: Target, value: float, unit: str | None) -> str | int | float
 
 def plain(target: Target, value: str | int | float) -> float:
     """A setting in plain units (bit/s, seconds, frames, bytes, IPC), to compare what was run with."""
-    if target.kind == "link" or (target.kind == "air" and target.key == "phy_rate"):
-        return float(parse_rate(value)) if target.key in ("rate", "phy_rate") else parse_time(value)
+    if target.kind == "link" or (target.kind == "air" and target.key in AIR_UNITS):
+        rate = target.key == "rate" or AIR_UNITS.get(target.key) == "rate"
+        return float(parse_rate(value)) if rate else parse_time(value)
     return float(value)
 
 
@@ -196,11 +202,7 @@ def in_use(target: Target, platform: Platform | None, report: dict[str, Any]) ->
         raw = platform.links[str(target.link)].get(target.key)
         return None if raw is None else (plain(target, raw), str(raw))
     if target.kind == "air":
-        spec = LinkSpec.from_preset(platform.link_preset(str(target.link)))
-        if target.key == "phy_rate":
-            carried = udp_goodput_bps(spec, FRAME, UDP_PAYLOAD)
-            return carried, f"{carried / 1e6:.2f}mbit of UDP at phy_rate {spec.phy_rate_bps / 1e6:.3f}mbit"
-        return float(getattr(spec, target.key)), f"{getattr(spec, target.key)}"
+        return air_in_use(platform, str(target.link), target.key)
     if target.kind == "nic":
         return float(nic_value(platform.nic, target.key)), str(nic_value(platform.nic, target.key))
     assert platform.cpu is not None
@@ -227,18 +229,6 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
         mips = float(value) if target.key == "mips" else setup.platform.cpu.clock_mhz * float(value)
         return dataclasses.replace(setup, time=dataclasses.replace(setup.time, mips=mips))
     return dataclasses.replace(setup, workload=dataclasses.replace(setup.workload, chunk=int(value)))
-
-
-def air_preset(platform: Platform, preset: str, key: str, value: str | int | float) -> dict[str, Any]:
-    """A shared-medium preset with one input changed and its PHY rate found again: for phy_rate the input is
-    the UDP goodput the air carries; for the others, the goodput stays the preset's (the report's UDP figure)."""
-    spec = LinkSpec.from_preset(platform.link_preset(preset))
-    if key == "phy_rate":
-        goodput, changed = float(parse_rate(value)), {}
-    else:
-        goodput, changed = udp_goodput_bps(spec, FRAME, UDP_PAYLOAD), {key: value}
-    phy = phy_rate_for(spec.override(**changed), goodput, FRAME, UDP_PAYLOAD)
-    return {**platform.links[preset], **changed, "phy_rate": f"{phy / 1e6:.3f}mbit"}
 
 
 def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> bool:
@@ -303,9 +293,7 @@ def _shown(target: Target, settings: dict[str, Any], platform: Platform | None) 
     if target.kind == "cpu" and platform is not None and platform.cpu is not None:
         return {end: f"mips {platform.cpu.clock_mhz * settings[end]:g}" for end in ENDS}
     if target.kind == "air" and platform is not None:
-        return {end: f"{target.key if target.key != 'phy_rate' else 'UDP'} {settings[end]}, phy_rate "
-                     f"{air_preset(platform, str(target.link), target.key, settings[end])['phy_rate']}"
-                for end in ENDS}
+        return air_shown(platform, str(target.link), target.key, settings, ENDS)
     return {end: str(settings[end]) for end in ENDS}
 
 
@@ -322,9 +310,8 @@ def _board(target: Target, name: str, time: TimeChoice, report: dict[str, Any]) 
         raise Unvaried(str(exc)) from None
     if target.kind in ("link", "air") and target.link not in platform.links:
         raise Unvaried(f"platform {target.owner} has no link preset '{target.link}'")
-    if target.kind == "air" and platform.links[str(target.link)].get("medium") != "shared":
-        raise Unvaried(f"link preset '{target.link}' of {target.owner} is a wire: {target.key} applies on the "
-                       "shared medium")
+    if target.kind == "air":
+        check_air_preset(platform, target.owner, str(target.link), target.key)
     if target.kind == "cpu":
         if platform.cpu is None:
             raise Unvaried(f"platform {target.owner} has no [cpu] model")
