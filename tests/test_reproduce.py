@@ -136,6 +136,8 @@ def _in_input_unit(written: Any, unit: str | None) -> float:
         return parse_rate(written) / 1e6
     if unit == "ms":
         return parse_time(written) * 1e3
+    if unit == "us":
+        return parse_time(written) * 1e6
     return float(written)
 
 

@@ -64,6 +64,10 @@ EXPECTED: dict[tuple[str, str], Target | str] = {
     ("openmv-n6", "socket write/read size"): Target("chunk", "openmv-n6", "chunk"),
     ("openmv-n6", "instructions per cycle (device time only)"): Target("cpu", "openmv-n6", "ipc"),
     ("openmv-n6", "wifi aggregation limit (A-MPDU frames)"): Target("air", "openmv-n6", "agg_frames", "wifi"),
+    ("openmv-n6", "wifi chip's host bus rate (SDIO)"): Target("air", "openmv-n6", "bus_rate", "wifi"),
+    ("openmv-n6", "wifi chip's host bus cost a transfer"): Target("air", "openmv-n6", "bus_cost", "wifi"),
+    ("openmv-rt1060", "wifi chip's host bus rate (SDIO)"): Target("air", "openmv-rt1060", "bus_rate", "wifi"),
+    ("openmv-rt1060", "wifi chip's host bus cost a transfer"): Target("air", "openmv-rt1060", "bus_cost", "wifi"),
     ("openmv-n6", "wifi contention window (CWmin, slots)"): Target("air", "openmv-n6", "cwmin", "wifi"),
     ("openmv-rt1060", "wifi UDP goodput (calibrates the shared medium)"):
         Target("air", "openmv-rt1060", "phy_rate", "wifi"),
@@ -110,7 +114,8 @@ def test_an_input_whose_value_the_reproduction_did_not_run_with_is_marked():
         {"name": "rate", "value": 43, "unit": "Mbit/s", "provenance": "assumed", "range": [30, 50],
          "sets": "platforms/openmv-n6.toml: links.wifi.rate"}]}
     varied, _ = plan_inputs(report, "r", DEVICE, ["c"])
-    assert varied[0].note == ("the reproduction ran with 5.085ms (platforms/openmv-n6.toml: links.wifi.rtt), not the "
+    rtt = load_platform("openmv-n6").links["wifi"]["rtt"]  # the calibrated delay
+    assert varied[0].note == (f"the reproduction ran with {rtt} (platforms/openmv-n6.toml: links.wifi.rtt), not the "
                               "input's 5ms: its median is not the figure at the input's value")
     assert varied[1].note is None  # 43 Mbit/s is the preset's "43mbit"
 
@@ -378,7 +383,8 @@ def n6_study(tmp_path) -> dict[str, Any]:
 
 def test_a_study_runs_each_end_and_compares_with_the_baseline(n6_study, tmp_path):
     inputs = {i["name"]: i for i in n6_study["inputs"]}
-    assert list(inputs) == ["wifi aggregation limit (A-MPDU frames)", "wifi contention window (CWmin, slots)",
+    assert list(inputs) == ["wifi chip's host bus rate (SDIO)", "wifi chip's host bus cost a transfer",
+                            "wifi aggregation limit (A-MPDU frames)", "wifi contention window (CWmin, slots)",
                             "ethernet rate", "ethernet RTT", "socket write/read size",
                             "instructions per cycle (device time only)"]
     aggregation = {c["case"]: c for c in inputs["wifi aggregation limit (A-MPDU frames)"]["cases"]}
@@ -400,7 +406,7 @@ def test_a_study_runs_each_end_and_compares_with_the_baseline(n6_study, tmp_path
     failed = rtt["ethernet rx after"]["high"]
     assert (failed["median_mbps"], failed["runs_failed"], failed["error"]) == (None, 1, "boot timed out")
     run_dir = Path(failed["run_dirs"][0])
-    assert run_dir.parent == tmp_path / "sensitivity" / "4-ethernet-RTT-high" and run_dir.name == "ethernet-rx-after-1"
+    assert run_dir.parent == tmp_path / "sensitivity" / "6-ethernet-RTT-high" and run_dir.name == "ethernet-rx-after-1"
     assert n6_study["not_varied"] == []
     assert json.loads((tmp_path / "sensitivity.json").read_text()) == n6_study
     assert (tmp_path / "sensitivity.txt").read_text() == format_sensitivity(n6_study) + "\n"
@@ -486,10 +492,11 @@ def test_two_way_cases_share_their_runs(tmp_path):
 def test_the_runs_a_study_plans():
     report = load_report("openmv-n6")
     varied, _ = plan_inputs(report, "openmv-n6", DEVICE, [c["case"] for c in report["cases"]])
-    # aggregation: one end (64 is the value) x 4 wifi cases; CWmin 2 x 4; ethernet rate: one end (1000 is the
-    # value) x 2 cases; RTT 2 x 2; chunk one end (512) x 6; IPC 2 x 6
-    assert planned_runs(varied, report, [c["case"] for c in report["cases"]]) == 4 + 8 + 2 + 4 + 6 + 12
-    assert planned_runs(varied, report, ["wifi rx before"]) == 1 + 2 + 1 + 2
+    # the bus's rate: one end (192 is the top of its range) x 4 wifi cases; its cost 2 x 4; aggregation: one end
+    # (64 is the value) x 4; CWmin 2 x 4; ethernet rate: one end (1000 is the value) x 2 cases; RTT 2 x 2; chunk
+    # one end (512) x 6; IPC 2 x 6
+    assert planned_runs(varied, report, [c["case"] for c in report["cases"]]) == 4 + 8 + 4 + 8 + 2 + 4 + 6 + 12
+    assert planned_runs(varied, report, ["wifi rx before"]) == 1 + 2 + 1 + 2 + 1 + 2
 
 
 def test_a_study_refuses_what_would_not_compare(tmp_path):
@@ -521,7 +528,7 @@ def test_the_command_line_prints_the_table_after_the_reproduction(tmp_path, monk
     assert given["name"] == "openmv-n6" and given["repeats"] == 2
     cli.main(["reproduce", "openmv-n6", "--sensitivity", "--json"])
     printed = json.loads(capsys.readouterr().out)
-    assert printed["sensitivity"]["inputs"][0]["name"] == "wifi aggregation limit (A-MPDU frames)"
+    assert printed["sensitivity"]["inputs"][0]["name"] == "wifi chip's host bus rate (SDIO)"
     assert given["repeats"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sensitivity", "sensitivity-2", "sensitivity.json",
                                                           "sensitivity.txt"]  # a second study keeps the first's runs

@@ -160,7 +160,7 @@ class _LinkSpecMethods:
         if self.bus_rate_bps and self.medium != "shared":
             raise NetreproError(f"the link's bus_rate {self.bus_rate_bps / 1e6:g} Mbit/s needs medium = \"shared\": "
                                 "the WiFi chip's host bus sits between the board and the air",
-                                "set medium = \"shared\" (e.g. the wifi-bus preset), or bus_rate = 0 for no bus")
+                                "set medium = \"shared\" (e.g. the N6's wifi preset), or bus_rate = 0 for no bus")
         if self.to_peer.overflow != "hold":
             raise NetreproError(f"bad link to_peer overflow {self.to_peer.overflow!r}: dropping what the receiver "
                                 "cannot take is for the device's NIC", "set overflow on to_device only")

@@ -43,14 +43,20 @@ class RttCalibration:
         return statistics.median(self.pings_s)
 
     @property
+    def least_ping_s(self) -> float:
+        """The shortest ping: the link's schedule, since a busy host only ever makes a ping later."""
+        return min(self.pings_s)
+
+    @property
     def error(self) -> float:
-        """The measured idle ping's distance to the target, as a share of it."""
+        """The measured idle ping's (the median's) distance to the target, as a share of it."""
         return self.idle_ping_s / self.target_s - 1
 
     def as_dict(self) -> dict[str, Any]:
         return {"platform": self.platform, "preset": self.preset, "target_ms": round(self.target_s * 1e3, 4),
                 "base_delay_ms": round(self.base_delay_s * 1e3, 4), "idle_ping_ms": round(self.idle_ping_s * 1e3, 4),
-                "arithmetic_ms": round(self.arithmetic_s * 1e3, 4), "error": round(self.error, 5),
+                "least_ping_ms": round(self.least_ping_s * 1e3, 4), "arithmetic_ms": round(self.arithmetic_s * 1e3, 4),
+                "error": round(self.error, 5),
                 "pings_ms": [round(p * 1e3, 4) for p in self.pings_s]}
 
     def calibrated(self) -> dict[str, Any]:
@@ -84,9 +90,12 @@ def calibrate_rtt(platform: Platform, preset: str, target_s: float, count: int =
                   f"{target_s * 1e3:g} ms; confirming with {count} pings through the link alone")
     measured = pings(Session.link_as_run(calibrated, platform), count)
     found = RttCalibration(platform.name, preset, target_s, base, idle_ping_s(calibrated), measured)
-    if abs(found.error) > TOLERANCE:
-        raise NetreproError(f"pings through the link read {found.idle_ping_s * 1e3:.3f} ms at a base delay of "
-                            f"{base * 1e3:.3f} ms, not {target_s * 1e3:g} ms within {TOLERANCE:.0%}",
+    # The link's schedule is deterministic on an idle link (the air's mean backoff), and a host busy elsewhere only
+    # makes a ping later: the shortest ping is the schedule, and it must read the target; the median (recorded)
+    # is what a user's ping would show on this host.
+    if abs(found.least_ping_s / target_s - 1) > TOLERANCE:
+        raise NetreproError(f"pings through the link read {found.least_ping_s * 1e3:.3f} ms at the least at a base "
+                            f"delay of {base * 1e3:.3f} ms, not {target_s * 1e3:g} ms within {TOLERANCE:.0%}",
                             "the host may be too busy to time the link: rerun on a quieter machine")
     return found
 
