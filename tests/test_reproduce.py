@@ -322,7 +322,7 @@ def test_the_summary_line_counts_what_the_cases_say():
     judge(results[2], {r.case: r for r in results})
     text = format_report({"title": "T", "repeats": 3, "run_dir": "/x", **judged_document({**REPORT, "band": 0.02},
                                                                                          results)})
-    assert "0 of 3 report figures agree within 2 %; mechanisms 3 of 5 hold; 1 cases fail" in text.splitlines()
+    assert "0 of 3 report figures agree within 2 %; mechanisms 3 of 5 hold; 1 case fails" in text.splitlines()
     assert "within 2 %" in next(ln for ln in text.splitlines() if ln.startswith("case"))
 
 

@@ -246,19 +246,13 @@ def summary_line(counts: dict[str, int], band: float) -> str:
 
 
 def _figures_clause(counts: dict[str, int], band: float) -> str:
-    host = counts.get("host_dependent", 0)
-    host_text = f" ({host} host-dependent by the D check, not counted)" if host else ""
-    return _counted_figures_clause(counts, band) + host_text
-
-
-def _counted_figures_clause(counts: dict[str, int], band: float) -> str:
-    repeated, split = counts.get("repeated", 0), counts.get("split", 0)
-    if not repeated:
-        return f"{counts['agree']} of {counts['figures']} report figures agree within {percent(band)}"
-    several = f"{repeated} measured by more than one case, each counted once"
-    split_text = f"; {split} split: its cases disagree, not counted as agreeing" if split else ""
-    return (f"{counts['agree']} of {counts['figures']} distinct report figures agree within {percent(band)} "
-            f"({several}{split_text})")
+    repeated, split, host = counts.get("repeated", 0), counts.get("split", 0), counts.get("host_dependent", 0)
+    notes = [f"{repeated} measured by more than one case, each counted once"] if repeated else []
+    notes += [f"{split} split: its cases disagree, not counted as agreeing"] if split else []
+    notes += [f"{host} host-dependent by the D check, not counted"] if host else []
+    distinct = " distinct" if repeated else ""
+    head = f"{counts['agree']} of {counts['figures']}{distinct} report figures agree within {percent(band)}"
+    return f"{head} ({'; '.join(notes)})" if notes else head
 
 
 def _mechanisms_clause(counts: dict[str, int]) -> str:
@@ -271,4 +265,4 @@ def _failures_clause(counts: dict[str, int]) -> str:
     replaced = counts.get("replaced", 0)
     cases = "1 case" if replaced == 1 else f"{replaced} cases"
     more = f"; {cases} had a run the host disturbed replaced at twice D (listed below)" if replaced else ""
-    return f"{counts['fail']} cases fail{more}"
+    return f"{counts['fail']} {'case fails' if counts['fail'] == 1 else 'cases fail'}{more}"
