@@ -105,3 +105,14 @@ def test_a_report_or_case_says_its_peer_acked_every_segment():
     assert case_setup({**report, "peer_quickack": True}, case, 2.0, time).peer_quickack is True
     assert case_setup({**report, "peer_quickack": True}, {**case, "peer_quickack": False}, 2.0, time).peer_quickack \
         is False
+
+
+@pytest.mark.real
+def test_duplexs_return_leg_is_timed_by_the_capture_in_the_boards_time(netrepro):
+    """iperf -d: the peer measures both legs on the wall clock; each figure is retimed by its connection's data
+    in the capture (the board's time), and the run records the peer's timers it ran with."""
+    result = netrepro.run("openmv-n6", "mp-n6-after", link="ethernet", workload="duplex", seconds=2)
+    timed = result.time["peer_figures_timed_by"]
+    assert set(timed) == {"rx", "tx"} and all("in the capture" in how for how in timed.values()), timed
+    assert set(result.throughput_mbps) == {"rx", "tx"} and min(result.throughput_mbps.values()) > 1
+    assert result.peer_timers["rto_min"]["scaled"] is (result.time["dilation"] != 1.0)

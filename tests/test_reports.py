@@ -215,3 +215,10 @@ def test_xbox_two_way_cases_share_one_run_and_judge_their_own_direction(netrepro
     assert peer_sends.conn != board_sends.conn
     assert peer_sends.goodput_mbps == pytest.approx(rx["median_mbps"], rel=0.15)
     assert board_sends.goodput_mbps == pytest.approx(tx["median_mbps"], rel=0.15)
+    # both legs of iperf -r, the peer's figures, are timed by their connections' data in the capture: the
+    # board's time, whatever D the host kept (the second leg's length is iperf's, on the wall clock)
+    result = json.loads((Path(rx["run_dirs"][0]) / "result.json").read_text())
+    assert set(result["time"]["peer_figures_timed_by"]) == {"rx", "tx"}, result["time"]
+    assert all("in the capture" in how for how in result["time"]["peer_figures_timed_by"].values())
+    # and the peer's minimum RTO was in the board's time too
+    assert result["peer_timers"]["rto_min"]["scaled"] is True and result["peer_timers"]["rto_min"]["board_ms"] == 200
