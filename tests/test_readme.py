@@ -153,3 +153,58 @@ def test_every_benchmark_figure_of_the_readme_is_in_its_stored_result():
 def test_a_benchmark_figure_without_a_stored_result_is_named():
     changed = (ROOT / "README.md").read_text().replace("5 runs 0.05 % spread", "5 runs 7.77 % spread", 1)
     assert any(m.endswith(": 7.77") for m in unbacked_benchmark_figures(changed))
+
+
+# The prose of the worked example and of each report's section, and the stored reproduction it quotes.
+REPORT_SECTIONS = {"## A worked example": "reproduce-openmv-n6.md", "### R1:": "reproduce-openmv-n6.md",
+                   "### R2:": "reproduce-openmv-rt1060.md", "### R3:": "reproduce-ethernut2.md",
+                   "### R4:": "reproduce-xbox.md"}
+
+
+def _prose(section: str) -> str:
+    """A section's text without its fenced blocks (the tables: checked above) and its HTML comments."""
+    section = re.sub(r"^```.*?^```", "", section, flags=re.S | re.M)
+    return re.sub(r"<!--.*?-->", "", section, flags=re.S)
+
+
+def _unbacked(prose: str, stored: str, results: Path) -> list[str]:
+    """The decimal figures of `prose` that neither its stored reproduction nor a stored result it names (`name.md`
+    or `name.txt`) holds, to the figure's own precision."""
+    named = {Path(n).name for n in re.findall(r"`(?:benchmarks/results/)?([\w.-]+\.(?:md|txt))`", prose)}
+    files = [results / name for name in sorted(named | {stored}) if (results / name).exists()]
+    held = re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?!\d)", " ".join(f.read_text() for f in files))
+    return [figure for figure in _DECIMAL.findall(prose)
+            if not any(round(float(h), len(figure.split(".")[1])) == float(figure) for h in held)]
+
+
+def unbacked_report_figures(readme: str, results: Path = ROOT / "benchmarks" / "results") -> list[str]:
+    """Each decimal figure in the prose of a report's section of the README that the stored results do not hold
+    (_unbacked): "section figure"."""
+    missing = []
+    for heading, stored in REPORT_SECTIONS.items():
+        start = readme.index(heading)
+        end = min(i for i in (readme.find("\n## ", start + 1), readme.find("\n### ", start + 1), len(readme)) if i > 0)
+        missing += [f"{heading.strip('# ')} {f}" for f in _unbacked(_prose(readme[start:end]), stored, results)]
+    return missing
+
+
+def unbacked_doc_figures(doc: Path, stored: str, results: Path = ROOT / "benchmarks" / "results") -> list[str]:
+    """The same for a whole page of docs/reports/ and its report's stored reproduction."""
+    return [f"{doc.name} {f}" for f in _unbacked(_prose(doc.read_text()), stored, results)]
+
+
+def test_every_figure_of_a_reports_prose_is_in_a_stored_result():
+    """The prose around the report tables (the README's, and each report's page in docs/reports/) quotes the
+    stored reproductions (or a stored result it names), so a rerun that moves a figure fails here until the
+    prose says the new one."""
+    assert unbacked_report_figures((ROOT / "README.md").read_text()) == []
+    pages = sorted((ROOT / "docs" / "reports").glob("*.md"))
+    assert pages, "each report has its page in docs/reports/"
+    assert [m for page in pages for m in unbacked_doc_figures(page, f"reproduce-{page.stem}.md")] == []
+
+
+def test_a_prose_figure_no_stored_result_holds_is_named():
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("### R1:")
+    changed = readme[:start] + readme[start:].replace("Mbit/s", "Mbit/s (77.77 in a dream)", 1)
+    assert "R1: 77.77" in unbacked_report_figures(changed)
