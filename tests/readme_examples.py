@@ -318,10 +318,21 @@ def _verdicts() -> tuple[str, ...]:
     return tuple(VERDICTS)
 
 
+def _summary(line: str) -> str:
+    """A report table's summary line without what depends on which cases ran: its notes in parentheses
+    (figures several cases measure, host-dependent ones, claims by construction), "distinct", the plural."""
+    if "report figures agree within" not in line:
+        return line
+    line = re.sub(r" \([^()]*\)", "", line).replace("distinct report figures", "report figures")
+    return re.sub(r"\b(cases? fails?)\b", "case(s) fail(s)", line)
+
+
 def shape(line: str) -> tuple[str, ...]:
     """A line's cells (split at two or more spaces) with the figures made free: numbers (and their
-    signs), paths, verdicts, agreement and claim outcomes; words, units and column names stay."""
+    signs), paths, verdicts, agreement and claim outcomes; words, units and column names stay; a
+    report table's summary line keeps only its clauses (_summary)."""
     verdicts = _verdicts()
+    line = _summary(line)
     cells = []
     for cell in re.split(r"\s{2,}", line.strip()):
         cell = _RUNS.sub("run(s)", _NUMBER.sub("<n>", _PATH.sub("<path>", cell)))

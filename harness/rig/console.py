@@ -20,6 +20,10 @@ BANNER = re.compile(r"netrepro firmware board=(\S+) nic=(\S+) lwip=(\S+) profile
 # Lines the firmware prints by itself when something finishes; they may land inside a command's output.
 _EVENT = re.compile(r"^(IPERF|DISCARD|SOCK|UDP) (.*)$")
 _FAULT = re.compile(r"\bFAULT[^\r\n]*")  # \b: not the DEFAULT_* options `opts` lists
+# QEMU's own note when -icount's align finds the guest behind the wall clock. QEMU prints it on the stdout the
+# serial console shares, so it can land inside a line the firmware is printing (seen: "mbox_fWarning: The guest
+# is now late by 4.0 to 5.0 seconds" then "ull=0 ..."). It is taken out, newline and all, before a line is read.
+_QEMU_NOTE = r"Warning: The guest is now late by [\d.]+ to [\d.]+ seconds\r?\n"
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ class Console:
         """Run one shell command; returns its output without the echo and the prompt."""
         self.child.send(line + "\r")
         self.expect(re.escape(PROMPT), timeout)
-        out = self.child.before.replace("\r", "")
+        out = re.sub(_QEMU_NOTE, "", self.child.before).replace("\r", "")
         lines = out.split("\n")
         if lines and lines[0].strip() == line.strip():
             lines = lines[1:]
@@ -117,8 +121,10 @@ class Console:
                 if event.kind == kind and all(event.fields.get(k) == v for k, v in fields.items()):
                     self.events.remove(event)
                     return event
-            match = self.expect(re.compile(rf"{kind} ([^\r\n]*)\r?\n"), max(0.0, deadline - time.monotonic()))
-            self.events.append(_event(kind, match.group(1)))
+            # the note's start is only ever read as the note: a line cut by it is not taken before its end arrives
+            match = self.expect(re.compile(rf"{kind} ((?:{_QEMU_NOTE}|(?!Warning: The guest)[^\r\n])*)\r?\n"),
+                                max(0.0, deadline - time.monotonic()))
+            self.events.append(_event(kind, re.sub(_QEMU_NOTE, "", match.group(1))))
 
     def opts(self) -> dict[str, int]:
         """The effective lwIP options, as the compiler saw them."""
