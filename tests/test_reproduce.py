@@ -675,3 +675,15 @@ def test_the_stored_n6_reproduction_says_how_its_rtt_was_calibrated_and_checked_
         assert case["runs_replaced"] == [] or all("why" in r for r in case["runs_replaced"])
         assert isinstance(case["by_construction"], bool)
     assert {"figures", "repeated", "split", "host_dependent", "d_checked"} <= set(stored["summary"])
+
+
+def test_two_fresh_xbox_reproductions_agree_where_the_host_does_not_decide():
+    """The stored reproduction and a second fresh one: every case that neither D check marked host-dependent has
+    medians within 3 % of each other."""
+    results = ROOT / "benchmarks" / "results"
+    first, again = (json.loads((results / name).read_text())["cases"]
+                    for name in ("reproduce-xbox.json", "reproduce-xbox-again.json"))
+    steady = [(a, b) for a, b in zip(first, again, strict=True) if not (a["host_dependent"] or b["host_dependent"])]
+    assert len(steady) >= 5
+    for a, b in steady:
+        assert a["case"] == b["case"] and abs(b["median_mbps"] / a["median_mbps"] - 1) <= 0.03, (a["case"], a, b)
