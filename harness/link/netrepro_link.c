@@ -188,6 +188,20 @@ static void *xmalloc(size_t n)
     return p;
 }
 
+/* A full ring of `n` elements of `size` bytes, `head` its first, made twice as large (1024 at first) and
+   unrolled so that its first element is at 0: the new buffer; *cap and *head follow. */
+static void *ring_grow(void *ring, size_t size, size_t n, size_t *cap, size_t *head)
+{
+    size_t ncap = *cap ? *cap * 2 : 1024;
+    char *grown = xmalloc(ncap * size);
+    for (size_t i = 0; i < n; i++)
+        memcpy(grown + i * size, (char *)ring + ((*head + i) % *cap) * size, size);
+    free(ring);
+    *cap = ncap;
+    *head = 0;
+    return grown;
+}
+
 static void *xrealloc(void *p, size_t n)
 {
     p = realloc(p, n);
@@ -1423,16 +1437,8 @@ static struct frame *heap_pop(struct dir *d)
 
 static void q_push(struct dir *d, ns_t start, uint32_t len)
 {
-    if (d->q_n == d->q_cap) {
-        size_t ncap = d->q_cap ? d->q_cap * 2 : 1024;
-        struct qent *nq = xmalloc(ncap * sizeof(*nq));
-        for (size_t i = 0; i < d->q_n; i++)
-            nq[i] = d->q[(d->q_head + i) % d->q_cap];
-        free(d->q);
-        d->q = nq;
-        d->q_cap = ncap;
-        d->q_head = 0;
-    }
+    if (d->q_n == d->q_cap)
+        d->q = ring_grow(d->q, sizeof(*d->q), d->q_n, &d->q_cap, &d->q_head);
     d->q[(d->q_head + d->q_n) % d->q_cap] = (struct qent){start, len};
     d->q_n++;
     d->q_bytes += len;
@@ -1579,16 +1585,8 @@ static struct frame *aq_at(const struct dir *d, size_t i) { return d->aq[(d->aq_
 /* an admitted frame waits for its turn on the air */
 static void air_admit(struct dir *d, struct frame *f)
 {
-    if (d->aq_n == d->aq_cap) {
-        size_t ncap = d->aq_cap ? d->aq_cap * 2 : 1024;
-        struct frame **nq = xmalloc(ncap * sizeof(*nq));
-        for (size_t i = 0; i < d->aq_n; i++)
-            nq[i] = aq_at(d, i);
-        free(d->aq);
-        d->aq = nq;
-        d->aq_cap = ncap;
-        d->aq_head = 0;
-    }
+    if (d->aq_n == d->aq_cap)
+        d->aq = ring_grow(d->aq, sizeof(*d->aq), d->aq_n, &d->aq_cap, &d->aq_head);
     d->aq[(d->aq_head + d->aq_n) % d->aq_cap] = f;
     d->aq_n++;
     d->aq_wait++;
@@ -1780,16 +1778,8 @@ static void bus_settle(double t)
 static double bus_schedule(struct dir *d, uint32_t len, double at)
 {
     bus_settle(at);
-    if (g_bus.n == g_bus.cap) {
-        size_t ncap = g_bus.cap ? g_bus.cap * 2 : 1024;
-        struct bus_xfer *nx = xmalloc(ncap * sizeof(*nx));
-        for (size_t i = 0; i < g_bus.n; i++)
-            nx[i] = g_bus.x[(g_bus.head + i) % g_bus.cap];
-        free(g_bus.x);
-        g_bus.x = nx;
-        g_bus.cap = ncap;
-        g_bus.head = 0;
-    }
+    if (g_bus.n == g_bus.cap)
+        g_bus.x = ring_grow(g_bus.x, sizeof(*g_bus.x), g_bus.n, &g_bus.cap, &g_bus.head);
     double start = g_bus.free_at > at ? g_bus.free_at : at;
     double end = start + g_bus.cost_ns + (double)len * g_bus.ns_per_byte;
     g_bus.x[(g_bus.head + g_bus.n) % g_bus.cap] = (struct bus_xfer){start, end, d->id, len};
@@ -1806,16 +1796,8 @@ static double bus_schedule(struct dir *d, uint32_t len, double at)
 static void bus_from_air(struct dir *d, struct frame *f, double e)
 {
     (void)d;
-    if (g_bus.p_n == g_bus.p_cap) {
-        size_t ncap = g_bus.p_cap ? g_bus.p_cap * 2 : 1024;
-        struct frame **np = xmalloc(ncap * sizeof(*np));
-        for (size_t i = 0; i < g_bus.p_n; i++)
-            np[i] = g_bus.p[(g_bus.p_head + i) % g_bus.p_cap];
-        free(g_bus.p);
-        g_bus.p = np;
-        g_bus.p_cap = ncap;
-        g_bus.p_head = 0;
-    }
+    if (g_bus.p_n == g_bus.p_cap)
+        g_bus.p = ring_grow(g_bus.p, sizeof(*g_bus.p), g_bus.p_n, &g_bus.p_cap, &g_bus.p_head);
     f->arrival = (ns_t)ceil(e); /* from here on: when it reaches the bus */
     g_bus.p[(g_bus.p_head + g_bus.p_n) % g_bus.p_cap] = f;
     g_bus.p_n++;
