@@ -19,6 +19,7 @@ Linux lets a network namespace set, and names the ones it does not:
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +93,4 @@ class PeerTimers:
 
 def _network(addresses: Addresses) -> str:
     """The subnet's network address (the peer's address with its host bits cleared)."""
-    parts = [int(x) for x in addresses.peer.split(".")]
-    value = int.from_bytes(bytes(parts), "big") & ~((1 << (32 - addresses.prefix)) - 1) & 0xFFFFFFFF
-    return ".".join(str(b) for b in value.to_bytes(4, "big"))
+    return str(ipaddress.ip_interface(f"{addresses.peer}/{addresses.prefix}").network.network_address)

@@ -306,8 +306,8 @@ def _start_d_check(case: str, plan: RunPlan, root: Path, progress: Progress, ana
 
 def _settled_check(checks: dict[tuple, Repeats], key: tuple) -> RunResult | None:
     """The D check's run of these runs' configuration, once analysed (None: not run, or it failed)."""
-    found = checks.get(key)
-    return found.settled().runs[0] if found is not None and found.settled().runs else None
+    runs = checks[key].settled().runs if key in checks else []
+    return runs[0] if runs else None
 
 
 def _finish_case(report: dict[str, Any], spec: dict[str, Any], result: CaseResult, found: Repeats,
