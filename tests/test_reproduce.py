@@ -687,3 +687,13 @@ def test_two_fresh_xbox_reproductions_agree_where_the_host_does_not_decide():
     assert len(steady) >= 5
     for a, b in steady:
         assert a["case"] == b["case"] and abs(b["median_mbps"] / a["median_mbps"] - 1) <= 0.03, (a["case"], a, b)
+
+
+@pytest.mark.real
+def test_the_d_check_runs_a_case_once_more_at_twice_d_through_the_real_chain(netrepro):
+    found = netrepro.reproduce("openmv-n6", ["ethernet rx after"], repeats=1, seconds=2, d_check=True)
+    case = found["ethernet rx after"]
+    assert case["d_check"] is not None and case["d_check_dilation"] == pytest.approx(2 * case["dilation"]), case
+    assert Path(case["d_check_run_dir"]).name == "ethernet-rx-after-d-check"
+    # a link-limited ethernet figure is the board's and the wire's: twice D moves it by well under the band's half
+    assert case["host_dependent"] is False and abs(case["d_check"] / case["median_mbps"] - 1) < 0.075, case
