@@ -44,7 +44,7 @@ from harness.studies.sensitivity import Target, apply, case_setup, plan_inputs, 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from captures_gen import DEVICE_IP, Scenario, write_scenario
-from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, raw_frame
+from linkbench import DEV_MAC, MS, PEER_MAC, Bench, frame_number, raw_frame
 
 US = 1e-6
 DEVICE = TimeChoice("device")
