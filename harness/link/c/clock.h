@@ -57,7 +57,7 @@ struct stall {
 
 /*
  * Link time as it was: every segment of the piecewise line above is kept for a while, so that a
- * frame the kernel stamped a moment ago (read late, see set_pollfds) is given the link time it
+ * frame the kernel stamped a moment ago (read late, see set_pollfds in loop.c) is given the link time it
  * would have had if read at once.  Extrapolating back along the segment in force now would not do:
  * its slope (0.05-4) is the catch-up or the hold of this moment, not of the frame's.
  */

@@ -21,10 +21,9 @@
  *      bytes the stage is a token bucket of B bytes filled at the rate (tbf-like): an
  *      idle link passes B bytes at once, then frames follow at the rate.
  *      With medium=shared (a link-wide setting) the two directions' rate stages are one radio
- *      channel instead, taken in turns (TXOPs) that aggregate frames: see "the shared medium".
+ *      channel instead, taken in turns (TXOPs) that aggregate frames: see air.h.
  *      With bus_rate > 0 as well, every frame also crosses the WiFi chip's host bus on the board's
- *      side of the air (before the air toward the peer, after it toward the device): see "the WiFi
- *      chip's host bus".
+ *      side of the air (before the air toward the peer, after it toward the device): see bus.h.
  *   4. delay (seconds) plus jitter: uniform in [-jitter, +jitter] (netem's default
  *      when no distribution table is given) or, with jitter_dist=normal, normal with
  *      sigma = jitter truncated at 4 sigma; the total never goes below zero.  Frames

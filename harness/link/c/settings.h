@@ -15,7 +15,6 @@ struct drop_entry {
     uint64_t lo, hi;
 };
 
-
 /*
  * The settings: one entry each in NR_DIR_SETTINGS (per direction, --to-device/--to-peer
  * key=value) and NR_LINK_SETTINGS (for the whole link, --key value), from the table in
@@ -28,8 +27,8 @@ struct drop_entry {
  *   NR_GEMODEL(key)                      p,r,1-h,1-k as fractions (empty: no model)
  *   NR_DROPS(key)                        KIND:N or KIND:N-M entries (empty: none)
  * and each becomes a member `key` of struct dir_conf (struct link_conf), with its default and
- * its parser: each use (here and in settings.c) defines NR_SETTING(key, member, set default, parse) to take
- * what it needs.
+ * its parser: each use (here and in settings.c) defines NR_SETTING(key, member, set default,
+ * parse) to take what it needs.
  */
 struct gemodel {
     int on;
