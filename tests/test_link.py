@@ -287,3 +287,21 @@ def test_native_build_is_cached_and_errors_are_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "no-such-compiler")
     with pytest.raises(NetreproError, match="no C compiler"):
         build_tool("good", [good])
+
+
+def test_a_native_tools_headers_are_found_and_part_of_its_name(tmp_path, monkeypatch):
+    """The link is built from units in a folder: their headers are found (-I) and a changed header builds anew."""
+    monkeypatch.setenv("NETREPRO_CACHE", str(tmp_path / "cache"))
+    units = tmp_path / "units"
+    units.mkdir()
+    header = units / "answer.h"
+    header.write_text("#define ANSWER 0\n")
+    main = tmp_path / "main.c"  # not beside its header: -I finds it
+    main.write_text('#include "answer.h"\nint main(void) { return ANSWER; }\n')
+    first = build_tool("headed", [main], headers=[header])
+    assert subprocess.run([first], check=False).returncode == 0
+    header.write_text("#define ANSWER 3\n")
+    second = build_tool("headed", [main], headers=[header])
+    assert second != first and subprocess.run([second], check=False).returncode == 3
+    with pytest.raises(NetreproError, match="missing"):
+        build_tool("headed", [main], headers=[units / "gone.h"])
