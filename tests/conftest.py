@@ -6,9 +6,11 @@ import contextlib
 import ctypes
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +135,14 @@ def tree() -> Path:
 @pytest.fixture(scope="session")
 def n6():
     return load_platform("openmv-n6")
+
+
+@pytest.fixture
+def root():
+    """A short directory (unix socket paths are limited to 107 bytes), for the link's tests (tests/linkbench.py)."""
+    path = Path(tempfile.mkdtemp(prefix="nrl-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from harness.studies.run import RunPlan, RunResult
 from tests.conftest import netrepro_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
+from linkbench import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
 from test_workloads import ACK, SYN, conversation, tcp_segments
 
 DELAY = 40 * MS   # one way, each way: far more than anything else the checks allow

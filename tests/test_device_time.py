@@ -173,7 +173,7 @@ def test_a_peer_run_gets_the_boards_seconds_when_the_host_falls_behind(tmp_path,
 def test_a_board_the_host_stops_for_over_a_second_is_found_late_and_the_run_repeated(n6, tree, tmp_path,
                                                                                     monkeypatch, no_leftovers):
     """QEMU stopped (SIGSTOP) for 1.5 s of wall time mid-run: after a wall second without the board's tick the
-    link takes the board for stopped and runs on by itself (netrepro_link.c, CLOCK_STALL_NS), so the frames
+    link takes the board for stopped and runs on by itself (harness/link/c/clock.h, CLOCK_STALL_NS), so the frames
     it holds leave ~300 ms of the board's time late. The run is marked, its figures at risk, and repeated at
     twice the D. (A shorter stop, or one of the link, stops the board and the link together: no figure moves.)"""
     import harness.studies.run as run_module

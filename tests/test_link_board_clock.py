@@ -20,7 +20,7 @@ from harness.link import LinkCounters, LinkSpec, read_pcap
 from harness.rig.devicetime import LINK_LATE_MS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_link import DEV_MAC, PEER_MAC, Bench, frame_number, one_way, raw_frame
+from linkbench import DEV_MAC, PEER_MAC, Bench, frame_number, one_way, raw_frame
 
 D = 4.0
 SLOWER = 2.0  # the fake board runs at half the speed the dilation asks: its ms lasts 2 * D wall ms

@@ -16,7 +16,7 @@ from harness.core.ethernet import wire_bytes
 from harness.link import LinkSpec, read_drops, read_pcap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
+from linkbench import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
 
 D = 4.0
 

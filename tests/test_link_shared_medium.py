@@ -26,7 +26,7 @@ from harness.link import LinkSpec, read_drops, read_pcap
 from harness.link.air import air_bytes, frames_per_turn, saturated_rate_bps, turn_s
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
+from linkbench import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
 
 US = 1e-6
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-HARNESS = Path(__file__).resolve().parent.parent / "harness"
+ROOT = Path(__file__).resolve().parent.parent
+HARNESS = ROOT / "harness"
 # The stages in data-flow order: a package may import its own modules and those of the packages before it.
 STAGES = ("core", "link", "analysis", "rig", "studies", "cli", "pytest_plugin")
-MAX_LINES = 600
+# The most lines a file may have before it is split, and the folders each limit covers.
+MAX_LINES = 600  # a Python file
+MAX_C_LINES = 800  # a C source or header
+PYTHON_FOLDERS = ("harness", "tests", "tools", "benchmarks")
+C_FOLDERS = ("harness", "firmware")
 
 
 def _modules() -> list[Path]:
@@ -72,9 +77,23 @@ def _stdlib_imports(path: Path) -> list[str]:
         [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
 
 
-def test_no_module_is_too_long_to_read():
-    long = {str(p.relative_to(HARNESS)): n for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not long, f"modules over {MAX_LINES} lines: {long}"
+def _files(folders: tuple[str, ...], suffixes: tuple[str, ...]) -> list[Path]:
+    return sorted(p for folder in folders for p in (ROOT / folder).rglob("*")
+                  if p.suffix in suffixes and p.is_file() and ".venv" not in p.parts)
+
+
+def _too_long(paths: list[Path], limit: int, root: Path = ROOT) -> dict[str, int]:
+    """{file under root: lines} for every file of paths over limit lines."""
+    lines = {p: len(p.read_text(errors="replace").splitlines()) for p in paths}
+    return {str(p.relative_to(root)): n for p, n in lines.items() if n > limit}
+
+
+def test_no_file_is_too_long_to_read():
+    """No Python file under harness/, tests/, tools/, benchmarks/ over MAX_LINES, no C source or header under
+    harness/ and firmware/ over MAX_C_LINES: every offender in one message."""
+    long = {**_too_long(_files(PYTHON_FOLDERS, (".py",)), MAX_LINES),
+            **_too_long(_files(C_FOLDERS, (".c", ".h")), MAX_C_LINES)}
+    assert not long, f"files over {MAX_LINES} lines (Python) or {MAX_C_LINES} lines (C): {long}"
 
 
 def test_the_rules_catch_what_they_are_for(tmp_path):
@@ -83,3 +102,6 @@ def test_the_rules_catch_what_they_are_for(tmp_path):
     scratch.write_text("from harness.studies.run import _amount\nimport argparse\n")
     assert _imports(scratch) == [("harness.studies.run", ["_amount"])]
     assert "argparse" in _stdlib_imports(scratch)
+    (tmp_path / "long.c").write_text("x\n" * (MAX_C_LINES + 1))
+    (tmp_path / "short.h").write_text("x\n" * MAX_C_LINES)
+    assert _too_long(sorted(tmp_path.glob("*.[ch]")), MAX_C_LINES, tmp_path) == {"long.c": MAX_C_LINES + 1}

@@ -2,7 +2,7 @@
 
 Every frame crosses the bus once, on the board's side of the air (before the air toward the peer, after it
 toward the device), taking bus_cost + its bytes * 8 / bus_rate, one transfer at a time for both directions
-(netrepro_link.c, "the WiFi chip's host bus"). Checked here: the arithmetic in harness/link/air.py, the link
+(harness/link/c/bus.h, "the WiFi chip's host bus"). Checked here: the arithmetic in harness/link/air.py, the link
 against it (exactly through its bus time counters, within 3 % on a flood), that bus_rate 0 changes nothing,
 that a bus on a wire is refused, the calibration and the sensitivity study with a bus, the verdict
 `bus-limited`, and one real-chain run judged so.
@@ -44,7 +44,7 @@ from harness.studies.sensitivity import Target, apply, case_setup, plan_inputs, 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from captures_gen import DEVICE_IP, Scenario, write_scenario
-from test_link import DEV_MAC, MS, PEER_MAC, Bench, frame_number, raw_frame
+from linkbench import DEV_MAC, MS, PEER_MAC, Bench, frame_number, raw_frame
 
 US = 1e-6
 DEVICE = TimeChoice("device")

@@ -1,8 +1,8 @@
 """Build netrepro's own C tools on demand, cached by content hash.
 
-`build_tool("netrepro-link", [src])` compiles the sources with `cc` into the cache
-(`cache_dir("bin")`), under a name that carries the hash of the sources, the flags and
-the compiler, so a rebuild happens only when one of them changes. The binary is built
+`build_tool("netrepro-link", sources, headers=headers)` compiles the sources with `cc` into
+the cache (`cache_dir("bin")`), under a name that carries the hash of the sources, the headers
+they include, the flags and the compiler, so a rebuild happens only when one of them changes. The binary is built
 under a temporary name and renamed into place, so parallel test workers racing to build
 the same tool all end up running a complete binary.
 """
@@ -48,20 +48,25 @@ def build_tool(
     sources: Sequence[Path],
     cflags: Sequence[str] = (),
     libs: Sequence[str] = (),
+    headers: Sequence[Path] = (),
 ) -> Path:
     """Compile `sources` into an executable named after `name` and their content hash.
 
     cflags are added after netrepro's defaults (-O2 -g -Wall -Wextra -std=gnu11); libs are
-    linker arguments such as "-lm" or "-lsimavr". Returns the path of the binary,
-    reusing one built earlier from the same sources, flags and compiler.
+    linker arguments such as "-lm" or "-lsimavr". headers are the sources' own headers: their
+    contents are part of the hash (a changed header builds anew) and their folders are passed
+    with -I. Returns the path of the binary, reusing one built earlier from the same sources,
+    headers, flags and compiler.
     """
     srcs = [Path(s).resolve() for s in sources]
-    for src in srcs:
+    hdrs = [Path(h).resolve() for h in headers]
+    for src in [*srcs, *hdrs]:
         if not src.is_file():
             raise NetreproError(f"source file {src} for {name} is missing", "check the netrepro checkout")
     cc = compiler()
-    flags = [*DEFAULT_CFLAGS, *cflags]
-    digest = content_hash(srcs, [cc, *flags, "--", *libs])
+    includes = [f"-I{folder}" for folder in dict.fromkeys(h.parent for h in hdrs)]
+    flags = [*DEFAULT_CFLAGS, *includes, *cflags]
+    digest = content_hash([*srcs, *hdrs], [cc, *flags, "--", *libs])
     out = cache_dir("bin") / f"{name}-{digest}"
     if out.is_file() and os.access(out, os.X_OK):
         return out

@@ -1,6 +1,6 @@
 """The emulated network link between the device's NIC and the TCP peer.
 
-The link itself is a small C program (harness/link/netrepro_link.c, built on demand by
+The link itself is a small C program (its units in harness/link/c/, built on demand by
 harness.core.native). It sits between QEMU's unix datagram netdev and a tap device (or,
 in tests, a second unix datagram socket) and applies, per direction and in this order:
 
@@ -53,7 +53,7 @@ process (the Link process), counters (its stats), capture (reading its pcap and 
 
 from harness.link.capture import CAPTURE_SIDES, capture_side, read_drops, read_pcap, read_pcap_ns
 from harness.link.counters import DROP_REASONS, BoardClockCounters, DirectionCounters, LinkCounters
-from harness.link.process import LINK_SOURCE, SUN_PATH_MAX, Link, link_binary
+from harness.link.process import LINK_DIR, SUN_PATH_MAX, Link, link_binary
 from harness.link.settings import OVERFLOW_MODES, SETTINGS, Setting
 from harness.link.spec import Direction, LinkSpec
 from harness.link.units import (
@@ -72,7 +72,7 @@ __all__ = [
     "CAPTURE_SIDES",
     "DROP_KINDS",
     "DROP_REASONS",
-    "LINK_SOURCE",
+    "LINK_DIR",
     "OVERFLOW_MODES",
     "SETTINGS",
     "SUN_PATH_MAX",

@@ -1,4 +1,4 @@
-"""The shared medium's airtime arithmetic, as the link schedules it (netrepro_link.c, "medium=shared").
+"""The shared medium's airtime arithmetic, as the link schedules it (harness/link/c/air.h, "medium=shared").
 
 One turn (TXOP) of a direction costs channel access (SIFS + aifsn slots + the mean backoff of
 cwmin/2 slots), the PPDU (preamble + the A-MPDU's bytes at the PHY rate + signal extension) and
@@ -11,7 +11,7 @@ rate a wire would need to carry the same frames, so that a bound, a verdict or a
 the air as the link's rate.
 
 With `bus_rate` > 0 the WiFi chip's host bus (SDIO or SPI) is a stage of its own on the board's side of
-the air (netrepro_link.c, "the WiFi chip's host bus"): every frame crosses it once, taking bus_cost +
+the air (harness/link/c/bus.h, "the WiFi chip's host bus"): every frame crosses it once, taking bus_cost +
 its bytes * 8 / bus_rate, one transfer at a time for both directions. A one-way flood then gets the
 slower of the two stages; for TCP the bus also carries the ACKs coming the other way (one per two
 segments), which the air's capacity here does not count.

@@ -10,7 +10,7 @@ from typing import Any
 from harness.core.errors import NetreproError
 
 _MICRO, _NANO = 0xA1B2C3D4, 0xA1B23C4D  # classic pcap's magic numbers for µs and ns timestamps
-# The sides of the link a capture can be taken at (netrepro_link.c, "Capture:"): "device" as a capture on the
+# The sides of the link a capture can be taken at (harness/link/c/capture.h, "Capture:"): "device" as a capture on the
 # board would see the link, "peer" as one on the PC beside it, where a user's own capture usually comes from.
 CAPTURE_SIDES = ("device", "peer")
 

@@ -60,7 +60,7 @@ class DirectionCounters:
 @dataclass(frozen=True)
 class BoardClockCounters:
     """How the board's own clock went against wall / D, as the link saw its ticks (device time with
-    the link following the board; see harness/link/netrepro_link.c, "the board's clock")."""
+    the link following the board; see harness/link/c/clock.h, "the board's clock")."""
 
     ticks: int = 0                    # board milliseconds reported
     board_s: float = 0.0              # the board's time from its first tick to its last

@@ -28,7 +28,7 @@ from harness.link.counters import LinkCounters
 from harness.link.settings import LINK_SETTINGS, c_defines
 from harness.link.spec import LinkSpec
 
-LINK_SOURCE = Path(__file__).resolve().parent / "netrepro_link.c"
+LINK_DIR = Path(__file__).resolve().parent / "c"  # the link's C units: a .c and a .h each, and main.c
 SUN_PATH_MAX = 107  # usable bytes of a unix socket path
 TUN_DEVICE = "/dev/net/tun"
 
@@ -40,7 +40,8 @@ def link_binary() -> Path:
     written twice; a change to either builds a new binary (the flags are part of its name)."""
     ether = [f"-DNR_ETH_OVERHEAD={ethernet.OVERHEAD}", f"-DNR_ETH_MIN_FRAME={ethernet.MIN_FRAME}",
              f"-DNR_ETH_MAX_FRAME={ethernet.MAX_FRAME}"]
-    return build_tool("netrepro-link", [LINK_SOURCE], cflags=[*ether, *c_defines()], libs=["-lm", "-pthread"])
+    return build_tool("netrepro-link", sorted(LINK_DIR.glob("*.c")), cflags=[*ether, *c_defines()],
+                      libs=["-lm", "-pthread"], headers=sorted(LINK_DIR.glob("*.h")))
 
 
 class Link:
@@ -69,7 +70,7 @@ class Link:
     thread that lives as long as the run.
 
     ``capture_at`` is the side of the link the capture is taken at: "device" (the default) or
-    "peer", where a user's own capture beside a real board is usually taken (netrepro_link.c,
+    "peer", where a user's own capture beside a real board is usually taken (harness/link/c/capture.h,
     "Capture:", says which frames each side sees and when it stamps them).
 
     Files in run_dir: capture.pcap, drops.jsonl, link-stats.json, link.log (stderr).

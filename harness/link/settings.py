@@ -9,7 +9,7 @@ A row gives a setting's
   default   in plain units;
   parse     from what the user wrote (tc units, see units.py) to plain units;
   check     the values the field may hold; it also says how the C link declares the setting
-            (-DNR_DIR_SETTINGS, see netrepro_link.c), how the value is written on its command line
+            (-DNR_DIR_SETTINGS, see harness/link/c/settings.h), how the value is written on its command line
             and in JSON;
   cli, cli_each   the command line's help for the both-ways and the per-direction options (none
             when empty; "{way}" names the direction);
@@ -18,7 +18,7 @@ A row gives a setting's
   scope     "direction" (one value each way) or "link" (one value for the whole link);
   doc       for a setting without a command-line option: what it means and where its default comes from.
 
-Adding a setting is one row here plus its use in netrepro_link.c (its struct member, default,
+Adding a setting is one row here plus its use in the link's C units, harness/link/c/ (its struct member, default,
 parser and range check come from the row).
 """
 
@@ -266,7 +266,7 @@ SETTINGS: tuple[Setting, ...] = (
             scope="link"),
     # link-wide: the medium. "wire": two independent lines, one each way (rate, burst). "shared": one radio
     # channel that both directions take turns on (802.11 DCF with A-MPDU aggregation and block acks; see
-    # netrepro_link.c, "the shared medium"); rate and burst then do not apply, phy_rate does. The defaults
+    # harness/link/c/air.h, "the shared medium"); rate and burst then do not apply, phy_rate does. The defaults
     # are 802.11n (HT) at 2.4 GHz, IEEE Std 802.11-2016 clause 19 (HT PHY) and clause 10 (MAC).
     Setting("medium", "medium", "wire", parse_word, Choice(("wire", "shared")), scope="link",
             doc="wire: a line each way; shared: one channel both directions take turns on"),
@@ -309,7 +309,7 @@ SETTINGS: tuple[Setting, ...] = (
             doc="transmissions of an MPDU before it is dropped (reason air): dot11ShortRetryLimit 7 "
                 "(802.11-2016 Annex C)"),
     # link-wide, the shared medium only: the WiFi chip's host bus (SDIO or SPI) between the board and the radio,
-    # one half-duplex resource both directions cross, a transfer at a time in arrival order (netrepro_link.c,
+    # one half-duplex resource both directions cross, a transfer at a time in arrival order (harness/link/c/bus.h,
     # "the WiFi chip's host bus"). 0: no bus stage, the default, so a preset without it runs as before.
     Setting("bus_rate", "bus_rate_bps", 0, parse_rate, Whole(), scope="link",
             doc="the host bus's data rate (medium = \"shared\" only); 0: no bus. Assumed, not published: SDIO "

@@ -45,7 +45,7 @@ LAG_ALLOWANCE = 5.0
 # A frame the link hands over this much later than its schedule (board ms; time the receiver could not
 # take it not counted) means the host stalled the board or the link: the board saw a gap no real link has.
 # Typically the host held QEMU for over a wall second, the link took the board for stopped and ran on by
-# itself (netrepro_link.c, CLOCK_STALL_NS), and what it held left hundreds of board ms late. Undisturbed
+# itself (harness/link/c/clock.h, CLOCK_STALL_NS), and what it held left hundreds of board ms late. Undisturbed
 # runs of every QEMU board stay under 5 ms (the link's pacing into the NIC); runs beside two other boards
 # on two cores reached 195-312 ms and lost 10-25 % of their figure; 50 ms lies ten times above the first
 # and four times below the second.
