@@ -117,7 +117,7 @@ def user(tree):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} not found; install util-linux, passwd and git")
     # what ./test does first as root: packages, and the tun device opened to every user
-    subprocess.run([ROOT / "tools" / "bootstrap"], check=True, env={**os.environ, "CI": "true"}, timeout=600)
+    subprocess.run([ROOT / "tools" / "bootstrap", "--all"], check=True, env={**os.environ, "CI": "true"}, timeout=600)
     try:
         pwd.getpwnam(USER)
     except KeyError:
