@@ -332,7 +332,7 @@ def test_cases_without_against_render_as_before_and_a_bad_entry_does_not_crash(a
 def test_chromium_renders_the_against_section(against, tmp_path):
     binary = shutil.which("chromium")
     if binary is None:
-        pytest.fail("chromium is not installed: run ./tools/bootstrap (it installs Debian's chromium)")
+        pytest.fail("chromium is not installed: run ./tools/bootstrap --all (it installs Debian's chromium)")
     page = write_report_page(_page_document(against), tmp_path / "page.html")
     dom = subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'p'}",
                           "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180, check=False)

@@ -180,7 +180,7 @@ def test_reproduce_html_writes_the_page(tmp_path, monkeypatch, capsys):
 def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("chromium")
     if binary is None:
-        pytest.fail("chromium is not installed: run ./tools/bootstrap (it installs Debian's chromium)")
+        pytest.fail("chromium is not installed: run ./tools/bootstrap --all (it installs Debian's chromium)")
     # as root Chromium needs --no-sandbox; its own profile folder keeps it off the user's
     return subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            f"--user-data-dir={cwd / 'chromium-profile'}", *args], cwd=cwd, capture_output=True,

@@ -86,9 +86,9 @@ def _copy_checkout(to: Path) -> None:
                            check=True).stdout.decode().split("\0")
     for name in filter(None, names):
         source = ROOT / name
-        if source.is_file():
+        if source.is_symlink() or source.is_file():
             (to / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, to / name)
+            shutil.copy2(source, to / name, follow_symlinks=False)  # harness/files/* stay links, as in a clone
 
 
 def _share_packages(user: Unprivileged) -> None:
@@ -117,7 +117,7 @@ def user(tree):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} not found; install util-linux, passwd and git")
     # what ./test does first as root: packages, and the tun device opened to every user
-    subprocess.run([ROOT / "tools" / "bootstrap"], check=True, env={**os.environ, "CI": "true"}, timeout=600)
+    subprocess.run([ROOT / "tools" / "bootstrap", "--all"], check=True, env={**os.environ, "CI": "true"}, timeout=600)
     try:
         pwd.getpwnam(USER)
     except KeyError:

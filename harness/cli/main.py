@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness import __version__
 from harness.analysis import format_table, load_capture
 from harness.analysis.against import compare_summaries, load_against
 from harness.analysis.against import format_comparison as format_capture_comparison
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="netrepro", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     platforms = sub.add_parser("platforms", help="list platforms and their lwIP profiles")

@@ -191,7 +191,8 @@ def _read_info(final: Path) -> dict[str, list[str]]:
 def _toolchain(platform: Platform) -> str:
     gcc = f"{platform.firmware['toolchain']}gcc"
     if shutil.which(gcc) is None:
-        raise NetreproError(f"compiler {gcc} not found", "run ./tools/bootstrap to install the toolchain")
+        raise NetreproError(f"compiler {gcc} not found",
+                            f"run ./tools/bootstrap {platform.name} to install the toolchain")
     out = subprocess.run([gcc, "--version"], capture_output=True, text=True, check=False).stdout
     return out.splitlines()[0] if out else gcc
 

@@ -97,7 +97,8 @@ class QemuEngine(EngineProcess):
         engine = self.platform.engine
         binary = shutil.which(engine["binary"])
         if binary is None:
-            raise NetreproError(f"{engine['binary']} not found", "run ./tools/bootstrap to install QEMU")
+            raise NetreproError(f"{engine['binary']} not found",
+                                f"run ./tools/bootstrap {self.platform.name} to install QEMU")
         argv = [binary, "-M", engine["machine"], "-kernel", str(self.elf), "-display", "none",
                 "-monitor", "none", "-serial", "stdio", "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
         if "cpu" in engine:
@@ -236,7 +237,8 @@ class SimavrBoardHost(EngineProcess):
             raise NetreproError(f"platform {self.platform.name} has no board host sources",
                                 f"put them in {self.platform.path.with_suffix('')}/")
         if not Path("/usr/include/simavr/sim_avr.h").is_file():
-            raise NetreproError("libsimavr-dev is not installed", "run ./tools/bootstrap to install simavr")
+            raise NetreproError("libsimavr-dev is not installed",
+                                f"run ./tools/bootstrap {self.platform.name} to install simavr")
         return build_tool(self.platform.engine["binary"], sources, libs=["-lsimavr"])
 
     def argv(self) -> list[str]:

@@ -37,6 +37,7 @@ _SCHEMA: dict[str, dict[str, bool]] = {
     "cpu": {"clock_mhz": True, "ipc": True, "host_mips": True, "source": True},
     "links": {},
     "profiles": {"default": True, "known": True},
+    "host": {"packages": True},  # read by tools/bootstrap, not by the harness
 }
 _REQUIRED_SECTIONS = ("engine", "firmware", "memory", "console", "nic", "profiles", "stand_in", "real")
 _REGION_KEYS = {"origin", "length", "name"}
