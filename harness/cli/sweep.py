@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli.exit_codes import verdict
 from harness.cli.link_args import size_arg
+from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
-from harness.core.progress import Progress
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
 from harness.studies.parallel import RUN_CPUS, RayRunner, ray_session
@@ -91,7 +92,7 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
                              "instance sized to this machine, started and stopped here)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder goes here (default ./runs)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each boot banner")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
 
 
 def _list(text: str) -> list[str]:
@@ -133,7 +134,7 @@ def jobs(args: argparse.Namespace, ray: Any) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     if args.resume is not None:
         if conflicts := _resume_conflicts(args):
             raise NetreproError(f"--resume takes the sweep as stored in {args.resume}; "
@@ -157,11 +158,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     document["plots"] = [str(p) for p in plot_sweep(document, folder / "plots")]
     (folder / "sweep.json").write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps(document, indent=2) if args.json else format_sweep(document))
-    return 0 if all(p["status"] == "passed" for p in document["points"]) else 1
+    return verdict(all(p["status"] == "passed" for p in document["points"]))
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     tuning = Tuning(platform=args.platform, budget=parse_budget(args.ram_budget, args.platform, args.lwip_tree),
                     options=tuple(args.options), trials=args.trials, link=args.link, workload=_workload(args),
                     lwip=args.lwip, compare=tuple(args.compare) if args.compare else None, seed=args.seed,
@@ -173,4 +174,4 @@ def cmd_tune(args: argparse.Namespace) -> int:
         runner = RayRunner(ray, jobs(args, ray), progress)
         document = tune(tuning, folder, runner.run, progress, jobs=runner.jobs)
     print(json.dumps(document, indent=2) if args.json else format_tune(document))
-    return 0 if document["best"] is not None else 1   # trial 0 may be the best
+    return verdict(document["best"] is not None)   # trial 0 may be the best
