@@ -10,12 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload
-from harness.studies.tune import TUNABLE, Tuning, format_tune, pareto_front, parse_budget
+from harness.studies.parallel import TaskOutcome
+from harness.studies.tune import (
+    SAMPLER,
+    TUNABLE,
+    Tuning,
+    format_tune,
+    load_tune,
+    make_sampler,
+    pareto_front,
+    parse_budget,
+    tune,
+)
 
 _ENV = {**os.environ, "CI": "true"}
 
@@ -94,7 +106,7 @@ def test_bad_tune_input_is_one_line():
                         (["--ram-budget", "27388", "--link", "moon"], "moon")):
         proc = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "openmv-rt1060", *args],
                               capture_output=True, text=True, timeout=120, env=_ENV, check=False)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.returncode == ExitCode.COULD_NOT and proc.stderr.count("\n") == 1, proc.stderr
         assert words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -122,3 +134,45 @@ def test_a_real_tune_runs_trials_prunes_what_lwip_rejects_and_writes_a_lwipopts_
     assert rebuilt.lwip_ram.total == ran[0]["lwip_ram"]      # the header is the configuration that ran
     result = json.loads((Path(ran[0]["run_dir"]) / "result.json").read_text())
     assert result["status"] == "passed" and result["throughput_mbps"] == ran[0]["throughput_mbps"]
+
+
+def test_help_names_the_sampler_the_tune_runs():
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "--help"], capture_output=True, text=True,
+                          timeout=60, env=_ENV, check=False)
+    sampler = make_sampler(Tuning(platform="openmv-rt1060", budget=27388), 0)
+    assert type(sampler).__name__ == "TPESampler" and "TPE sampler" in SAMPLER
+    assert SAMPLER in " ".join(proc.stdout.split()) and "NSGA" not in proc.stdout, proc.stdout
+
+
+class _FakeRunner:
+    """Ray's place: every task passes at once with a throughput of its trial's number; the call `stop_at`
+    is interrupted (Ctrl-C) before any of its tasks ends."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.stop_at, self.calls = stop_at, []
+
+    def __call__(self, tasks, told):
+        self.calls.append([t.key for t in tasks])
+        if len(self.calls) == self.stop_at:
+            raise KeyboardInterrupt
+        for task in tasks:
+            mbps = 10.0 + int(task.key.split("-")[1])
+            told(TaskOutcome(task, {"status": "passed", "throughput_mbps": mbps, "options": {},
+                                    "analysis": {"verdict": "window-limited"}}))
+
+
+def test_an_interrupted_tune_resumes_from_its_folder_without_running_a_finished_trial_again(tmp_path):
+    tuning = Tuning(platform="openmv-rt1060", budget=10**6, options=("TCP_WND",), trials=3, compare=())
+    first = _FakeRunner(stop_at=2)
+    with pytest.raises(KeyboardInterrupt):
+        tune(tuning, tmp_path, first, jobs=1)
+    (done,), (cut,) = first.calls  # one trial ran to its end, the next was cut short
+    stored, ended = load_tune(tmp_path)
+    assert stored == tuning and [t["key"] for t in ended if t["state"] == "complete"] == [done]
+    again = _FakeRunner()
+    document = tune(stored, tmp_path, again, jobs=1, resume=True)
+    resumed = [key for call in again.calls for key in call]
+    assert done not in resumed and cut not in resumed and len(resumed) == 2, again.calls
+    ran = [t for t in document["trials"] if t["state"] == "complete"]
+    assert [t["key"] for t in ran] == [done, *resumed] and ran[0]["throughput_mbps"] == 10.0 + int(done[-3:])
+    assert len({json.dumps(t["options"]) for t in ran}) == 3, "the resumed sampler proposed a finished trial again"
