@@ -115,3 +115,15 @@ def test_the_docs_table_is_the_exit_codes():
     section = text[text.index("### Exit codes"):]
     rows = re.findall(r"^\| (\d+) \| `(\w+)` \|", section, re.M)
     assert [(int(code), name) for code, name in rows] == [(c.value, c.name) for c in ExitCode]
+
+
+@pytest.mark.real
+def test_a_real_run_with_json_shows_its_progress_on_stderr(tmp_path, no_leftovers):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--seconds", "1", "--json",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CI": ""}, check=False)
+    assert proc.returncode == ExitCode.OK, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["throughput_mbps"] > 0
+    steps = re.findall(r"^\[\s*\d+\.\ds\] (.*)$", proc.stderr, re.M)
+    assert any(s.startswith("booting openmv-n6") for s in steps), proc.stderr
+    assert any(s.startswith("starting the peer namespace") for s in steps), proc.stderr

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -176,3 +178,48 @@ def test_an_interrupted_tune_resumes_from_its_folder_without_running_a_finished_
     ran = [t for t in document["trials"] if t["state"] == "complete"]
     assert [t["key"] for t in ran] == [done, *resumed] and ran[0]["throughput_mbps"] == 10.0 + int(done[-3:])
     assert len({json.dumps(t["options"]) for t in ran}) == 3, "the resumed sampler proposed a finished trial again"
+
+
+def _interrupt_after_first_trial(args: list[str]) -> tuple[int, str]:
+    """Run `netrepro ARGS`, Ctrl-C it (its process group, as a terminal does) once its first trial has ended and
+    the next one started; its exit code and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "CI": ""}, start_new_session=True)
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 900
+        for line in proc.stderr:
+            seen.append(line)
+            ended = any("Mbit/s, lwIP RAM" in s for s in seen[:-1])
+            if (ended and "attempt 1 started" in line) or time.monotonic() > deadline:
+                break
+        time.sleep(3)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        return proc.returncode, "".join(seen) + err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.real
+def test_a_tune_interrupted_after_its_first_trial_resumes_without_running_it_again(tmp_path, no_leftovers):
+    code, err = _interrupt_after_first_trial([
+        "tune", "openmv-rt1060", "--link", "wifi", "--workload", "sock-rx", "--chunk", "512", "--ram-budget",
+        "mp-rt1060-after", "--options", "TCP_WND,PBUF_POOL_SIZE,MEM_SIZE", "--trials", "2", "--seconds", "2",
+        "--jobs", "1", "--compare", "mp-rt1060-after", "--out", str(tmp_path)])
+    assert code == ExitCode.INTERRUPTED, err[-3000:]
+    (folder,) = tmp_path.iterdir()
+    assert f"resume with netrepro tune --resume {folder}" in err and (folder / "study.db").is_file()
+    (first,) = [t for t in json.loads((folder / "tune.json").read_text())["trials"] if t["state"] == "complete"]
+    result = Path(first["run_dir"]) / "result.json"
+    written = result.stat().st_mtime_ns
+    resumed = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "--resume", str(folder), "--jobs", "1",
+                              "--json"], capture_output=True, text=True, timeout=900, env=_ENV, check=False)
+    assert resumed.returncode == ExitCode.OK, resumed.stderr[-3000:]
+    doc = json.loads(resumed.stdout)
+    ran = [t for t in doc["trials"] if t["state"] == "complete"]
+    assert len(ran) == 2 and ran[0] == first, ran   # the budget: 2 trials in all, the first as it ended
+    assert result.stat().st_mtime_ns == written and ran[1]["run_dir"] != first["run_dir"]
+    assert ran[1]["options"] != first["options"] and doc["compared"][0]["throughput_mbps"] > 10
