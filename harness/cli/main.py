@@ -122,15 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_quiet(run)
     run.add_argument("--check-leaks", action="store_true",
                      help=f"exit {ExitCode.LEAKS:d} when the board did not get back what the workload's "
-                          "connections took "
-                          "(heap, a memp pool, the NIC's buffers) or could not be checked")
+                          "connections took (heap, a memp pool, the NIC's buffers) or could not be checked")
     base = run.add_argument_group("baselines (store: ./.netrepro/baselines, $NETREPRO_BASELINES or --baseline-dir)")
     keep = base.add_mutually_exclusive_group()
     keep.add_argument("--save-baseline", metavar="NAME", help="keep this run's figures and options as baseline NAME")
     keep.add_argument("--against", metavar="NAME",
                       help=f"check this run against baseline NAME: exit {ExitCode.FAILED:d} if throughput drops "
-                           "by more than "
-                           "--max-drop or the MSS, max window or an option changes")
+                           "by more than --max-drop or the MSS, max window or an option changes")
     base.add_argument("--max-drop", type=_fraction, default=None, metavar="FRACTION",
                       help=f"largest throughput drop --against allows (default {MAX_DROP:g}; 0.15 or 15%%)")
     base.add_argument("--baseline-dir", type=Path, default=None, metavar="DIR", help="the baseline store")
@@ -571,7 +569,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
         print(f"netrepro: {platform.name} runs NO_SYS 1 only ({why}): the options file's NO_SYS 0 runs as "
               "NO_SYS 1", file=sys.stderr)
         for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
-            print(line)
+            print(line, file=sys.stderr if args.json else sys.stdout)  # stdout holds only the JSON
     return 0
 
 
