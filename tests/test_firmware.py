@@ -117,7 +117,8 @@ def test_a_users_own_lwip_tree_is_built_and_a_wrong_one_is_named(n6, tree, tmp_p
     env = {**os.environ, "NETREPRO_LWIP_TREE": str(tmp_path), "CI": "true"}
     cli = subprocess.run([sys.executable, "-m", "harness.cli", "boot", "openmv-n6"], capture_output=True,
                          text=True, timeout=60, env=env)
-    assert cli.returncode == 2 and "is not an lwIP source tree" in cli.stderr and cli.stderr.count("\n") == 1
+    assert cli.returncode == ExitCode.COULD_NOT and "is not an lwIP source tree" in cli.stderr
+    assert cli.stderr.count("\n") == 1
 
 
 def test_a_boards_apps_come_from_its_make_variable(n6, tree):
