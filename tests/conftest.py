@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.rig.build import lwip_tree
 from harness.rig.platform import load_platform
 
@@ -72,8 +73,9 @@ def netrepro_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = 
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    """The command failed as bad input must: exit 2, one `netrepro: error:` line naming each of WORDS."""
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    """netrepro could not do it, as bad input must fail: exit 3 (ExitCode.COULD_NOT), one `netrepro: error:`
+    line naming each of WORDS."""
+    assert proc.returncode == ExitCode.COULD_NOT, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("netrepro: error: "), proc.stderr
     for word in words:

@@ -12,6 +12,7 @@ from dataclasses import asdict
 import pytest
 
 from harness.analysis import AnalysisSummary
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.rig.platform import PROJECT_ROOT
 from harness.studies.baseline import (
@@ -127,7 +128,7 @@ def test_n6_before_fails_against_an_after_baseline(tmp_path, no_leftovers):
     assert (tmp_path / "store" / "n6-after.json").is_file() and "baseline n6-after saved" in saved.stdout
 
     against = cli("--lwip", "mp-n6-before", "--against", "n6-after")
-    assert against.returncode == 3, against.stdout + against.stderr
+    assert against.returncode == ExitCode.FAILED, against.stdout + against.stderr
     lines = against.stdout.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("baseline n6-after:"))
     run_dir = next(line for line in lines if line.startswith("  folder")).split()[-1]
@@ -140,5 +141,5 @@ def test_n6_before_fails_against_an_after_baseline(tmp_path, no_leftovers):
     assert check["matches"] is False and check["failures"] == [f.removeprefix("FAIL ") for f in failures]
 
     unknown = cli("--lwip", "mp-n6-before", "--against", "nope")
-    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
+    assert unknown.returncode == ExitCode.COULD_NOT and unknown.stderr.count("\n") == 1
     assert str(tmp_path / "store") in unknown.stderr and "known: n6-after" in unknown.stderr

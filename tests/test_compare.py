@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.analysis import AnalysisSummary
+from harness.cli.exit_codes import ExitCode
 from harness.cli.main import build_parser
 from harness.rig.platform import PROJECT_ROOT
 from harness.studies.compare import differing_options, format_comparison, recommend, summarise
@@ -226,7 +227,8 @@ def test_compare_needs_two_configurations():
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "compare", "openmv-n6", "--lwip", "mp-n6-before"],
                           capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT,
                           env={**os.environ, "CI": "true"})
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "two configurations" in proc.stderr
+    assert proc.returncode == ExitCode.COULD_NOT and proc.stderr.count("\n") == 1
+    assert "two configurations" in proc.stderr
 
 
 # ------------------------------------------------------------------ the real chain

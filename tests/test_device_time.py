@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.link import LinkSpec
 from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, TimeChoice
 from harness.rig.workload import Workload
@@ -124,7 +125,7 @@ def test_a_qemu_that_refuses_its_arguments_is_one_line(tmp_path):
     bad.write_text(text.replace('boot = "kernel"', f'boot = "kernel"\n{refused}'))
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "boot", str(bad), "--quiet"], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "CI": "true"})
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.returncode == ExitCode.COULD_NOT and "Traceback" not in proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("netrepro: error: QEMU exited at start: ") and "align=on and sleep=off" in error
 
@@ -148,7 +149,7 @@ def test_calibrate_saves_the_host_rate_device_time_then_uses(n6, no_leftovers, t
 def test_calibrating_a_self_paced_board_is_one_line():
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "calibrate", "ethernut2", "--quiet"],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "CI": "true"})
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.returncode == ExitCode.COULD_NOT and "Traceback" not in proc.stderr
     assert "paces its clock itself" in proc.stderr.strip().splitlines()[-1]
 
 

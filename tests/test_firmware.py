@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.engine import QemuEngine
@@ -71,7 +72,7 @@ def test_a_broken_profile_is_a_one_line_error_naming_the_option(n6, tree, tmp_pa
 
     cli = subprocess.run([sys.executable, "-m", "harness.cli", "boot", "openmv-n6", "--lwip", str(opts)],
                          capture_output=True, text=True, timeout=300, env={**os.environ, "CI": "true"})
-    assert cli.returncode == 2
+    assert cli.returncode == ExitCode.COULD_NOT
     assert cli.stderr.count("\n") == 1 and "TCP_WND" in cli.stderr and "Traceback" not in cli.stderr
 
 
@@ -116,7 +117,8 @@ def test_a_users_own_lwip_tree_is_built_and_a_wrong_one_is_named(n6, tree, tmp_p
     env = {**os.environ, "NETREPRO_LWIP_TREE": str(tmp_path), "CI": "true"}
     cli = subprocess.run([sys.executable, "-m", "harness.cli", "boot", "openmv-n6"], capture_output=True,
                          text=True, timeout=60, env=env)
-    assert cli.returncode == 2 and "is not an lwIP source tree" in cli.stderr and cli.stderr.count("\n") == 1
+    assert cli.returncode == ExitCode.COULD_NOT and "is not an lwIP source tree" in cli.stderr
+    assert cli.stderr.count("\n") == 1
 
 
 def test_a_boards_apps_come_from_its_make_variable(n6, tree):

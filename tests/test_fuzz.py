@@ -23,6 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import read_pcap
@@ -185,15 +186,17 @@ def test_a_fault_made_again_elsewhere_in_its_registers_is_the_same_finding():
     assert signature(Finding("fault", lwip, 1)) != signature(Finding("fault", lwip.replace("1430", "1431"), 1))
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["fuzz", "openmv-n6", "--frames", "0"], "argument --frames: '0' is not a whole number of at least 1"),
-    (["fuzz", "openmv-n6", "--minutes", "0"], "argument --minutes: '0' is not a number above 0"),
-    (["fuzz", "nosuchboard"], "nosuchboard"),
-    (["replay", "openmv-n6", "/nonexistent/crash.pcap"], "no reproducer at /nonexistent/crash.pcap"),
+@pytest.mark.parametrize(("args", "message", "code"), [
+    (["fuzz", "openmv-n6", "--frames", "0"], "argument --frames: '0' is not a whole number of at least 1",
+     ExitCode.USAGE),
+    (["fuzz", "openmv-n6", "--minutes", "0"], "argument --minutes: '0' is not a number above 0", ExitCode.USAGE),
+    (["fuzz", "nosuchboard"], "nosuchboard", ExitCode.COULD_NOT),
+    (["replay", "openmv-n6", "/nonexistent/crash.pcap"], "no reproducer at /nonexistent/crash.pcap",
+     ExitCode.COULD_NOT),
 ])
-def test_bad_input_is_one_line(args, message):
+def test_bad_input_is_one_line(args, message, code):
     proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
+    assert proc.returncode == code
     assert "Traceback" not in proc.stderr
     assert message in proc.stderr.strip().splitlines()[-1]  # one line (argparse puts its usage above)
 

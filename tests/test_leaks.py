@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import LEAK_EXIT, format_result
+from harness.cli.exit_codes import ExitCode
+from harness.cli.main import format_result
 from harness.core.errors import NetreproError
 from harness.rig.leaks import LeakCheck, LeakReport, Usage, account, is_settled, settle
 from harness.rig.profile import resolve_profile
@@ -222,7 +223,7 @@ def test_a_deliberate_leak_is_named_with_its_pool_and_count_and_fails_check_leak
                            "--set", "NR_TEST_LEAK_PBUF=3", "--link", "wifi", "--workload", "sock-tx",
                            "--seconds", "1", "--out", str(tmp_path), "--check-leaks", "--quiet"],
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode == LEAK_EXIT, proc.stdout + proc.stderr
+    assert proc.returncode == ExitCode.LEAKS, proc.stdout + proc.stderr
     assert "  LEAKS    PBUF_POOL: 3 elements not returned" in proc.stdout
     assert "leak check FAILED: PBUF_POOL 3 elements; run folder" in proc.stdout
     [result_json] = tmp_path.glob("*/result.json")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware, firmware_key
 from harness.rig.engine import make_engine
@@ -168,7 +169,8 @@ def test_a_missing_port_header_is_one_line_offering_include_or_stub(n6, tree, po
     # Every missing header at once, each with its #include's line.
     port.write_text(port.read_text().replace('#include "py/mpconfig.h"', '#include "py/mpconfig.h"\n#include "irq.h"'))
     cli = netrepro_cli("boot", "openmv-n6", "--lwip", str(port), timeout=300)
-    assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and "Traceback" not in cli.stderr, cli.stderr
+    assert cli.returncode == ExitCode.COULD_NOT, cli.stderr
+    assert cli.stderr.count("\n") == 1 and "Traceback" not in cli.stderr, cli.stderr
     assert "py/mpconfig.h" in cli.stderr and "lwipopts.h:6 includes irq.h" in cli.stderr, cli.stderr
     assert "--stub-header py/mpconfig.h --stub-header irq.h" in cli.stderr, cli.stderr
 

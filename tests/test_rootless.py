@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.link.process import TUN_DEVICE
 from tests.conftest import socket_dirs
 
@@ -198,7 +199,7 @@ def test_a_closed_tun_device_is_one_line_naming_the_sudo_command(user, no_leftov
         proc = user.run(["./netrepro", *RUN, "--out", str(user.base / "closed"), "--quiet"])
     finally:
         os.chmod(TUN_DEVICE, mode)
-    assert proc.returncode == 2
+    assert proc.returncode == ExitCode.COULD_NOT
     (line,) = proc.stderr.splitlines()
     assert line.startswith("netrepro: error: /dev/net/tun is not usable without root here (mode 0600")
     assert line.endswith("run once: sudo chmod 0666 /dev/net/tun")

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.link.capture import write_pcap
 from harness.rig.devicetime import DeviceTime
 from harness.rig.peer import Addresses
@@ -141,6 +142,6 @@ def test_a_short_soak_with_loss_jitter_and_reordering_ends_alive_accounted_and_l
 def test_a_soak_of_no_minutes_is_one_line():
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "openmv-n6", "--minutes", "0"],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.returncode == ExitCode.COULD_NOT and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == ("netrepro: error: --minutes 0 is not a duration; give the board minutes, "
                                    "e.g. --minutes 10")

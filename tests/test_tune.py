@@ -4,18 +4,32 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.rig.build import build_firmware
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload
-from harness.studies.tune import TUNABLE, Tuning, format_tune, pareto_front, parse_budget
+from harness.studies.parallel import TaskOutcome
+from harness.studies.tune import (
+    SAMPLER,
+    TUNABLE,
+    Tuning,
+    format_tune,
+    load_tune,
+    make_sampler,
+    pareto_front,
+    parse_budget,
+    tune,
+)
 
 _ENV = {**os.environ, "CI": "true"}
 
@@ -94,7 +108,7 @@ def test_bad_tune_input_is_one_line():
                         (["--ram-budget", "27388", "--link", "moon"], "moon")):
         proc = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "openmv-rt1060", *args],
                               capture_output=True, text=True, timeout=120, env=_ENV, check=False)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.returncode == ExitCode.COULD_NOT and proc.stderr.count("\n") == 1, proc.stderr
         assert words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -122,3 +136,90 @@ def test_a_real_tune_runs_trials_prunes_what_lwip_rejects_and_writes_a_lwipopts_
     assert rebuilt.lwip_ram.total == ran[0]["lwip_ram"]      # the header is the configuration that ran
     result = json.loads((Path(ran[0]["run_dir"]) / "result.json").read_text())
     assert result["status"] == "passed" and result["throughput_mbps"] == ran[0]["throughput_mbps"]
+
+
+def test_help_names_the_sampler_the_tune_runs():
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "--help"], capture_output=True, text=True,
+                          timeout=60, env=_ENV, check=False)
+    sampler = make_sampler(Tuning(platform="openmv-rt1060", budget=27388), 0)
+    assert type(sampler).__name__ == "TPESampler" and "TPE sampler" in SAMPLER
+    assert SAMPLER in " ".join(proc.stdout.split()) and "NSGA" not in proc.stdout, proc.stdout
+
+
+class _FakeRunner:
+    """Ray's place: every task passes at once with a throughput of its trial's number; the call `stop_at`
+    is interrupted (Ctrl-C) before any of its tasks ends."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.stop_at, self.calls = stop_at, []
+
+    def __call__(self, tasks, told):
+        self.calls.append([t.key for t in tasks])
+        if len(self.calls) == self.stop_at:
+            raise KeyboardInterrupt
+        for task in tasks:
+            mbps = 10.0 + int(task.key.split("-")[1])
+            told(TaskOutcome(task, {"status": "passed", "throughput_mbps": mbps, "options": {},
+                                    "analysis": {"verdict": "window-limited"}}))
+
+
+def test_an_interrupted_tune_resumes_from_its_folder_without_running_a_finished_trial_again(tmp_path):
+    tuning = Tuning(platform="openmv-rt1060", budget=10**6, options=("TCP_WND",), trials=3, compare=())
+    first = _FakeRunner(stop_at=2)
+    with pytest.raises(KeyboardInterrupt):
+        tune(tuning, tmp_path, first, jobs=1)
+    (done,), (cut,) = first.calls  # one trial ran to its end, the next was cut short
+    stored, ended = load_tune(tmp_path)
+    assert stored == tuning and [t["key"] for t in ended if t["state"] == "complete"] == [done]
+    again = _FakeRunner()
+    document = tune(stored, tmp_path, again, jobs=1, resume=True)
+    resumed = [key for call in again.calls for key in call]
+    assert done not in resumed and cut not in resumed and len(resumed) == 2, again.calls
+    ran = [t for t in document["trials"] if t["state"] == "complete"]
+    assert [t["key"] for t in ran] == [done, *resumed] and ran[0]["throughput_mbps"] == 10.0 + int(done[-3:])
+    assert len({json.dumps(t["options"]) for t in ran}) == 3, "the resumed sampler proposed a finished trial again"
+
+
+def _interrupt_after_first_trial(args: list[str]) -> tuple[int, str]:
+    """Run `netrepro ARGS`, Ctrl-C it (its process group, as a terminal does) once its first trial has ended and
+    the next one started; its exit code and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "CI": ""}, start_new_session=True)
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 900
+        for line in proc.stderr:
+            seen.append(line)
+            ended = any("Mbit/s, lwIP RAM" in s for s in seen[:-1])
+            if (ended and "attempt 1 started" in line) or time.monotonic() > deadline:
+                break
+        time.sleep(3)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        return proc.returncode, "".join(seen) + err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.real
+def test_a_tune_interrupted_after_its_first_trial_resumes_without_running_it_again(tmp_path, no_leftovers):
+    code, err = _interrupt_after_first_trial([
+        "tune", "openmv-rt1060", "--link", "wifi", "--workload", "sock-rx", "--chunk", "512", "--ram-budget",
+        "mp-rt1060-after", "--options", "TCP_WND,PBUF_POOL_SIZE,MEM_SIZE", "--trials", "2", "--seconds", "2",
+        "--jobs", "1", "--compare", "mp-rt1060-after", "--out", str(tmp_path)])
+    assert code == ExitCode.INTERRUPTED, err[-3000:]
+    (folder,) = tmp_path.iterdir()
+    assert f"resume with netrepro tune --resume {folder}" in err and (folder / "study.db").is_file()
+    (first,) = [t for t in json.loads((folder / "tune.json").read_text())["trials"] if t["state"] == "complete"]
+    result = Path(first["run_dir"]) / "result.json"
+    written = result.stat().st_mtime_ns
+    resumed = subprocess.run([sys.executable, "-m", "harness.cli", "tune", "--resume", str(folder), "--jobs", "1",
+                              "--json"], capture_output=True, text=True, timeout=900, env=_ENV, check=False)
+    assert resumed.returncode == ExitCode.OK, resumed.stderr[-3000:]
+    doc = json.loads(resumed.stdout)
+    ran = [t for t in doc["trials"] if t["state"] == "complete"]
+    assert len(ran) == 2 and ran[0] == first, ran   # the budget: 2 trials in all, the first as it ended
+    assert result.stat().st_mtime_ns == written and ran[1]["run_dir"] != first["run_dir"]
+    assert ran[1]["options"] != first["options"] and doc["compared"][0]["throughput_mbps"] > 10

@@ -8,10 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.cli.exit_codes import verdict
 from harness.cli.link_args import add_link_args, link_spec, size_arg
+from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
-from harness.core.progress import Progress
 from harness.rig.build import lwip_tree
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
@@ -66,14 +67,14 @@ def add_bisect_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="the bisect's folder goes here (default ./runs)")
     parser.add_argument("--json", action="store_true", help="print the steps and the result as one JSON document")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each boot banner")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
     parser.set_defaults(func=cmd_bisect)
     return parser
 
 
 def bisection_from_args(args: argparse.Namespace) -> Bisection:
     """Check everything the command line gives (one-line errors) and set up the search."""
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     platform = load_platform(args.platform)
     repo = Repo.open(args.repo)
     good, bad = repo.commit(args.good, "good"), repo.commit(args.bad, "bad")
@@ -114,4 +115,4 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         bisection.on_step = lambda step: print(step.line(), flush=True)
     result = bisection.run()
     print(json.dumps(result.document(), indent=2) if args.json else format_bisect(result, steps=False))
-    return 0 if result.exact else 1
+    return verdict(result.exact)

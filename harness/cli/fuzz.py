@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli.exit_codes import ExitCode
 from harness.cli.firmware_args import add_firmware_args, firmware_configuration
+from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
@@ -18,7 +20,7 @@ from harness.rig.session import make_run_dir
 from harness.studies.fuzz import FuzzPlan, format_fuzz, fuzz, load_reproducer, replay_frames
 from harness.studies.fuzz_frames import reproducer_times
 
-FOUND_EXIT = 1  # fuzz: something was found; replay: the reproducer did it again
+FOUND_EXIT = ExitCode.FAILED  # fuzz: something was found; replay: the reproducer did it again
 
 
 def add_fuzz_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -29,7 +31,7 @@ def add_fuzz_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "(its listening echo service and a connection held open to it), a liveness probe (console, "
                     "ping, echo) every --batch frames, the leak check at the end. A fault or hang keeps the "
                     "frames since the last good probe as crash.pcap and minimises them to crash-min.pcap. "
-                    f"Exit {FOUND_EXIT} when something was found, 0 when not.")
+                    f"Exit {FOUND_EXIT:d} when something was found, 0 when not.")
     parser.add_argument("platform")
     _board_args(parser)
     parser.add_argument("--seed", type=int, default=0, help="the same seed sends the same frames (default 0)")
@@ -56,7 +58,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         "replay", help="send a fuzz reproducer (crash.pcap) to a freshly booted board and probe it",
         description="Boot the board, open a connection to its echo service when the reproducer's frames aimed "
                     "at one (crash.json beside the pcap), send the frames moved onto it, then probe. "
-                    f"Exit {FOUND_EXIT} when the board faulted or hung, 0 when it stayed alive.")
+                    f"Exit {FOUND_EXIT:d} when the board faulted or hung, 0 when it stayed alive.")
     parser.add_argument("platform")
     _board_args(parser)
     parser.add_argument("pcap", type=Path, help="the reproducer: crash.pcap or crash-min.pcap of a fuzz run")
@@ -72,7 +74,7 @@ def _board_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON document")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
 
 
 def _plan(args: argparse.Namespace, progress: Progress, **budget: Any) -> FuzzPlan:
@@ -84,7 +86,7 @@ def _plan(args: argparse.Namespace, progress: Progress, **budget: Any) -> FuzzPl
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     frames = args.frames if args.frames is not None or args.minutes is not None else 1000
     plan = _plan(args, progress, seed=args.seed, frames=frames, minutes=args.minutes, batch=args.batch,
                  max_trials=args.max_trials, keep_going=args.keep_going)
@@ -98,7 +100,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     frames, connection, meta = load_reproducer(args.pcap)
     plan = _plan(args, progress)
     run_dir = make_run_dir(args.out, plan.platform.name, f"replay-{plan.firmware.profile.name}")

@@ -16,16 +16,18 @@ from harness.analysis.against import compare_summaries, load_against
 from harness.analysis.against import format_comparison as format_capture_comparison
 from harness.analysis.plots import plot_capture, plot_overlay
 from harness.cli.bisect import add_bisect_parser
+from harness.cli.crash import report_crash
+from harness.cli.exit_codes import ExitCode, verdict
 from harness.cli.firmware_args import add_firmware_args, firmware_configuration
 from harness.cli.fuzz import add_fuzz_parser, add_replay_parser
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec, rate_arg, size_arg
 from harness.cli.medium import add_medium_parser
+from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.report import add_report_parser
 from harness.cli.rtt import add_rtt_parser
 from harness.cli.sweep import add_sweep_parser, add_tune_parser
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
-from harness.core.progress import Progress
 from harness.link import LinkSpec, parse_rate
 from harness.link.air import ACKS_PER_SEGMENT, bus_rate_bps, frames_per_turn, saturated_rate_bps
 from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
@@ -52,9 +54,6 @@ from harness.studies.run import Configuration, RunPlan, RunResult, risk_text, th
 from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
 from harness.studies.soak import judge_soak
 
-LEAK_EXIT = 4  # run --check-leaks: the board did not get back what the run took
-SOAK_EXIT = 5  # run --minutes: the board died, a byte went missing or something leaked
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
@@ -65,13 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        return int(args.func(args) or 0)
+        return int(args.func(args) or ExitCode.OK)
     except NetreproError as exc:
         print(f"netrepro: error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.COULD_NOT
     except KeyboardInterrupt:
         print("netrepro: interrupted; everything the run started has been stopped", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # a traceback is for a developer: the user gets one line and the log's path
+        report_crash(exc, sys.argv[1:] if argv is None else argv)
+        return ExitCode.UNEXPECTED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_firmware_args(boot)
     boot.add_argument("--json", action="store_true", help="print one JSON object")
     boot.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
-    boot.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(boot)
     boot.set_defaults(func=cmd_boot)
 
     run = sub.add_parser("run", help="run a workload over an emulated link and keep everything in a run folder")
@@ -110,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seconds", type=float, default=10.0, help="duration of a timed workload")
     run.add_argument("--minutes", type=float, default=None, metavar="M",
                      help=f"a soak: M minutes of the board's time instead of --seconds, then check the board still "
-                          f"answers, every byte is accounted for and nothing leaked (exit {SOAK_EXIT} if not)")
+                          f"answers, every byte is accounted for and nothing leaked "
+                          f"(exit {ExitCode.SOAK_FAILED:d} if not)")
     run.add_argument("--bytes", type=size_arg, default=None, help="byte-count variant (discard: default 8 MiB)")
     run.add_argument("--chunk", type=size_arg, default=1460, help="discard: bytes per write")
     run.add_argument("--udp-rate", type=rate_arg, default=None, help="udp-*: offered rate (default 100mbit)")
@@ -118,16 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     run.add_argument("--json", action="store_true", help="print the result JSON")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(run)
     run.add_argument("--check-leaks", action="store_true",
-                     help=f"exit {LEAK_EXIT} when the board did not get back what the workload's connections took "
-                          "(heap, a memp pool, the NIC's buffers) or could not be checked")
+                     help=f"exit {ExitCode.LEAKS:d} when the board did not get back what the workload's "
+                          "connections took (heap, a memp pool, the NIC's buffers) or could not be checked")
     base = run.add_argument_group("baselines (store: ./.netrepro/baselines, $NETREPRO_BASELINES or --baseline-dir)")
     keep = base.add_mutually_exclusive_group()
     keep.add_argument("--save-baseline", metavar="NAME", help="keep this run's figures and options as baseline NAME")
     keep.add_argument("--against", metavar="NAME",
-                      help="check this run against baseline NAME: exit 3 if throughput drops by more than "
-                           "--max-drop or the MSS, max window or an option changes")
+                      help=f"check this run against baseline NAME: exit {ExitCode.FAILED:d} if throughput drops "
+                           "by more than --max-drop or the MSS, max window or an option changes")
     base.add_argument("--max-drop", type=_fraction, default=None, metavar="FRACTION",
                       help=f"largest throughput drop --against allows (default {MAX_DROP:g}; 0.15 or 15%%)")
     base.add_argument("--baseline-dir", type=Path, default=None, metavar="DIR", help="the baseline store")
@@ -158,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     comp.add_argument("--json", action="store_true", help="print the whole comparison as one JSON document")
     comp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
-    comp.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(comp)
     comp.set_defaults(func=cmd_compare, configurations=None, shared=None)
 
     repro = sub.add_parser("reproduce", help="reproduce a report end to end and print its table")
@@ -174,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--json", action="store_true", help="print the whole result as one JSON document")
     repro.add_argument("--html", type=Path, default=None, metavar="PATH",
                        help="also write one self-contained HTML page of the result (table, inputs, plots) here")
-    repro.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(repro)
     repro.add_argument("--d-check", action="store_true",
                        help="then run each case once more at twice D (device time) and mark a figure that moves by "
                             "more than half the report's band host-dependent (not counted)")
@@ -202,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     calib.add_argument("--lwip-tree", metavar="DIR", help="lwIP source tree to build")
     calib.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     calib.add_argument("--json", action="store_true", help="print the calibration as JSON")
-    calib.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(calib)
     calib.set_defaults(func=cmd_calibrate)
 
     inspect = sub.add_parser("inspect", help="what a capture shows: MSS, windows, RTT, goodput, the bottleneck")
@@ -223,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     platform = load_platform(args.platform)
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     result = calibrate(platform, lwip_tree(args.lwip_tree), seconds=args.seconds, progress=progress,
                        run_dir=make_run_dir(args.out, platform.name, "calibrate"))
     print(json.dumps(result.as_dict(), indent=2) if args.json else format_calibration(result))
@@ -231,7 +234,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
                          progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args),
                          command="netrepro " + " ".join(sys.argv[1:]), d_check=args.d_check)
@@ -245,8 +248,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.html:
         page = write_report_page(document, args.html, command=" ".join(sys.argv))
         print(f"report page: {page}", file=sys.stderr if args.json else sys.stdout)
-    failed = [c for c in document["cases"] if c["median_mbps"] is None]
-    return 1 if failed else 0
+    return verdict(all(c["median_mbps"] is not None for c in document["cases"]))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -257,7 +259,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     shared = args.shared or {key: [] for key in _PER_CONFIGURATION}
     configurations = [Configuration(c["lwip"], *(tuple(shared[key] + c[key]) for key in _PER_CONFIGURATION))
                       for c in configs]
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     platform = load_platform(args.platform)
     link = link_spec(args, platform)
     workload = Workload(args.workload, seconds=args.seconds, chunk=args.chunk)
@@ -265,7 +267,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                        repeats=args.repeats, out=args.out, progress=progress, lwip_tree_path=args.lwip_tree,
                        boot_timeout=args.timeout, time=time_choice(args))
     print(json.dumps(document, indent=2) if args.json else format_comparison(document))
-    return 1 if any(c["median_mbps"] is None for c in document["configurations"]) else 0
+    return verdict(all(c["median_mbps"] is not None for c in document["configurations"]))
 
 
 _PER_CONFIGURATION = ("include", "set", "source", "stub_header")  # what follows a --lwip belongs to it
@@ -343,7 +345,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.minutes is not None and not args.minutes > 0:
         raise NetreproError(f"--minutes {args.minutes:g} is not a duration",
                             "give the board minutes, e.g. --minutes 10")
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     platform = load_platform(args.platform)
     if args.rx_overflow:
         platform = platform.with_nic(rx_overflow=args.rx_overflow)
@@ -383,7 +385,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         (run_dir / "baseline-check.json").write_text(json.dumps(check, indent=2) + "\n")
         document["baseline_check"] = check
         if failures:
-            code = 3
+            code = ExitCode.FAILED
             lines = [f"baseline {args.against}: {len(failures)} difference{'s' if len(failures) > 1 else ''} "
                      f"({baseline['path']}); run folder {run_dir}", *(f"  FAIL {f}" for f in failures)]
         else:
@@ -394,14 +396,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         document["baseline_saved"] = str(path)
         lines = [f"baseline {args.save_baseline} saved: {path}"]
     if args.check_leaks and not (result.leaks and result.leaks.ok):
-        code = code or LEAK_EXIT
+        code = code or ExitCode.LEAKS
         lines.append(f"leak check FAILED: {result.leaks.short() if result.leaks else 'not run'}; run folder {run_dir}")
     if args.minutes is not None:
         soak = judge_soak(result)
         document["soak"] = soak.as_dict()
         (run_dir / "soak.json").write_text(json.dumps(document["soak"], indent=2) + "\n")
         lines += soak.lines()
-        code = code or (0 if soak.ok else SOAK_EXIT)
+        code = code or (ExitCode.OK if soak.ok else ExitCode.SOAK_FAILED)
     if args.json:
         print(json.dumps(document, indent=2))
     else:
@@ -513,7 +515,7 @@ def _rate(bps: object) -> str:
 
 
 def cmd_boot(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     platform = load_platform(args.platform)
     tree = lwip_tree(args.lwip_tree)
     profile = resolve_profile(platform, args.lwip, args.include, args.set, tree, args.source, args.stub_header)
@@ -569,7 +571,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
         print(f"netrepro: {platform.name} runs NO_SYS 1 only ({why}): the options file's NO_SYS 0 runs as "
               "NO_SYS 1", file=sys.stderr)
         for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
-            print(line)
+            print(line, file=sys.stderr if args.json else sys.stdout)  # stdout holds only the JSON
     return 0
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.link_args import rate_arg
+from harness.cli.progress_args import add_quiet, command_progress
 from harness.core.errors import NetreproError
-from harness.core.progress import Progress
 from harness.rig.build import lwip_tree
 from harness.rig.platform import load_platform
 from harness.rig.session import make_run_dir
@@ -46,7 +46,7 @@ def add_medium_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--lwip-tree", metavar="DIR", help="lwIP source tree to build (with --confirm)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     parser.add_argument("--json", action="store_true", help="print the calibration as JSON")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
     parser.set_defaults(func=cmd_calibrate_medium)
     return parser
 
@@ -58,7 +58,7 @@ def cmd_calibrate_medium(args: argparse.Namespace) -> int:
     if args.record:
         load_report(args.record)  # an unknown report, or a preset it cannot write into: one line now, not after
         phy_rate_line(platform, args.link)
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     calibration = calibrate_medium(platform, args.link, args.udp, seconds=args.seconds, progress=progress)
     if args.confirm:
         run_dir = make_run_dir(args.out, platform.name, "calibrate-medium")

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.rig.workload import TWO_WAY, WORKLOADS
 from harness.studies.report_check import check_report
@@ -16,7 +17,7 @@ from harness.studies.report_new import NewReport, Part, write_new_report
 from harness.studies.report_schema import schema_text
 from harness.studies.report_writer import relative_to
 
-CHECK_FAILED_EXIT = 1  # report check: the file has errors (usage errors exit 2, as every command's)
+CHECK_FAILED_EXIT = ExitCode.FAILED  # report check: the file has errors
 
 
 def add_report_parser(sub: argparse._SubParsersAction) -> None:

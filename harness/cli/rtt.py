@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from harness.cli.link_args import time_arg
-from harness.core.progress import Progress
+from harness.cli.progress_args import add_quiet, command_progress
 from harness.rig.platform import load_platform
 from harness.studies.medium import record_input
 from harness.studies.report_file import find_report, load_report
@@ -32,7 +32,7 @@ def add_rtt_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--input", metavar="NAME", help="the [[inputs]] entry's name (default: PRESET RTT)")
     parser.add_argument("--source", help="where in the report the RTT is (default: the recorded entry's source)")
     parser.add_argument("--json", action="store_true", help="print the calibration as JSON")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
     parser.set_defaults(func=cmd_calibrate_rtt)
     return parser
 
@@ -46,7 +46,7 @@ def cmd_calibrate_rtt(args: argparse.Namespace) -> int:
         source = args.source or earlier.get("source") or source
         rtt_line(platform, args.link)
     calibration = calibrate_rtt(platform, args.link, args.rtt, count=args.pings,
-                                progress=Progress(quiet=args.quiet or args.json))
+                                progress=command_progress(args))
     entry = calibration.input_toml(name, source)
     if args.record:
         record_input(find_report(args.record), entry)

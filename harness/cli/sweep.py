@@ -9,16 +9,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli.exit_codes import verdict
 from harness.cli.link_args import size_arg
+from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
-from harness.core.progress import Progress
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
 from harness.studies.parallel import RUN_CPUS, RayRunner, ray_session
 from harness.studies.sweep import Axis, Sweep, SweepSpec, check_sweep, format_sweep, run_sweep
 from harness.studies.sweep_plots import plot_sweep
-from harness.studies.tune import DEFAULT_OPTIONS, TUNABLE, Tuning, format_tune, parse_budget, tune
+from harness.studies.tune import (
+    DEFAULT_OPTIONS,
+    SAMPLER,
+    STUDY_FILE,
+    TUNABLE,
+    Tuning,
+    format_tune,
+    load_tune,
+    parse_budget,
+    tune,
+)
 
 ONE_WAY = [w for w in WORKLOADS if w not in TWO_WAY]
 
@@ -53,25 +64,29 @@ def add_tune_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add `tune` to the `netrepro` subcommands."""
     parser = subparsers.add_parser(
         "tune", help="search lwIP options for the most throughput within a RAM budget (Optuna, on Ray)",
-        description="A multi-objective search (Optuna's NSGA-II) for the Pareto frontier of throughput against "
+        description=f"A search ({SAMPLER}) for the Pareto frontier of throughput against "
                     "lwIP's RAM within the budget. Configurations that do not compile, or need more RAM than "
                     "the budget, are pruned without a run. Writes the frontier, its plot and the best "
-                    "lwipopts.h within the budget (ready for --lwip).")
-    parser.add_argument("platform")
-    parser.add_argument("--ram-budget", required=True, metavar="SIZE_OR_PROFILE",
-                        help="lwIP RAM allowed: a size (26.7KB = 26.7 KiB, 27340) or a profile whose RAM it is")
-    parser.add_argument("--options", type=_list, default=list(DEFAULT_OPTIONS), metavar="A,B,...",
+                    f"lwipopts.h within the budget (ready for --lwip). The study is stored in the folder "
+                    f"({STUDY_FILE}, SQLite): --resume FOLDER finishes an interrupted tune.")
+    parser.add_argument("platform", nargs="?", help="the platform (not with --resume)")
+    parser.add_argument("--ram-budget", metavar="SIZE_OR_PROFILE",
+                        help="lwIP RAM allowed: a size (26.7KB = 26.7 KiB, 27340) or a profile whose RAM it is "
+                             "(required, but not with --resume)")
+    parser.add_argument("--options", type=_list, default=None, metavar="A,B,...",
                         help=f"the options to search (of {', '.join(TUNABLE)}; default all)")
-    parser.add_argument("--trials", type=int, default=12,
+    parser.add_argument("--trials", type=int, default=None,
                         help="configurations to run; pruned ones do not count (default 12)")
     parser.add_argument("--lwip", metavar="PROFILE_OR_PATH", help="the options the search starts from "
                                                                  "(default: the platform's profile)")
     parser.add_argument("--compare", action="append", default=None, metavar="PROFILE",
                         help="a profile to run too and mark on the plot (repeatable; default: the report's "
                              "profiles of the platform)")
-    parser.add_argument("--seed", type=int, default=1, help="the sampler's seed (default 1)")
+    parser.add_argument("--seed", type=int, default=None, help="the sampler's seed (default 1)")
     parser.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     _run_args(parser)
+    parser.add_argument("--resume", type=Path, default=None, metavar="FOLDER",
+                        help="finish an interrupted tune: its trials that ended are kept, not run again")
     parser.add_argument("--json", action="store_true", help="print the frontier and every trial as JSON")
     parser.set_defaults(func=cmd_tune)
     return parser
@@ -91,7 +106,7 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
                              "instance sized to this machine, started and stopped here)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="the folder goes here (default ./runs)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each boot banner")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
 
 
 def _list(text: str) -> list[str]:
@@ -133,7 +148,7 @@ def jobs(args: argparse.Namespace, ray: Any) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
+    progress = command_progress(args)
     if args.resume is not None:
         if conflicts := _resume_conflicts(args):
             raise NetreproError(f"--resume takes the sweep as stored in {args.resume}; "
@@ -157,20 +172,48 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     document["plots"] = [str(p) for p in plot_sweep(document, folder / "plots")]
     (folder / "sweep.json").write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps(document, indent=2) if args.json else format_sweep(document))
-    return 0 if all(p["status"] == "passed" for p in document["points"]) else 1
+    return verdict(all(p["status"] == "passed" for p in document["points"]))
+
+
+def tuning_from_args(args: argparse.Namespace) -> Tuning:
+    """The tune the command line asks for (one-line errors for what is missing or malformed)."""
+    if not args.platform or not args.ram_budget:
+        raise NetreproError("tune needs a platform and --ram-budget",
+                            "e.g. netrepro tune openmv-rt1060 --ram-budget 26.7KB (or --resume FOLDER)")
+    tuning = Tuning(platform=args.platform, budget=parse_budget(args.ram_budget, args.platform, args.lwip_tree),
+                    options=tuple(args.options or DEFAULT_OPTIONS), trials=12 if args.trials is None else args.trials,
+                    link=args.link, workload=_workload(args), lwip=args.lwip,
+                    compare=tuple(args.compare) if args.compare else None, seed=1 if args.seed is None else args.seed,
+                    time=time_choice(args), lwip_tree=args.lwip_tree, boot_timeout=args.timeout)
+    tuning.validate()
+    return tuning
+
+
+def _tune_resume_conflicts(args: argparse.Namespace) -> list[str]:
+    given = {"PLATFORM": args.platform, "--ram-budget": args.ram_budget, "--options": args.options,
+             "--trials": args.trials, "--lwip": args.lwip, "--compare": args.compare, "--seed": args.seed,
+             "--link": args.link, "--workload": args.workload, "--seconds": args.seconds, "--chunk": args.chunk}
+    return [name for name, value in given.items() if value is not None]
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    progress = Progress(quiet=args.quiet or args.json)
-    tuning = Tuning(platform=args.platform, budget=parse_budget(args.ram_budget, args.platform, args.lwip_tree),
-                    options=tuple(args.options), trials=args.trials, link=args.link, workload=_workload(args),
-                    lwip=args.lwip, compare=tuple(args.compare) if args.compare else None, seed=args.seed,
-                    time=time_choice(args), lwip_tree=args.lwip_tree, boot_timeout=args.timeout)
-    tuning.validate()
-    folder = make_run_dir(args.out, f"tune-{args.platform}", f"{tuning.budget}B")
+    progress = command_progress(args)
+    if args.resume is not None:
+        if conflicts := _tune_resume_conflicts(args):
+            raise NetreproError(f"--resume takes the tune as stored in {args.resume}; {', '.join(conflicts)} given too",
+                                "leave them out, or start a new tune without --resume")
+        tuning, folder = load_tune(args.resume)[0], args.resume.resolve()
+    else:
+        tuning = tuning_from_args(args)
+        folder = make_run_dir(args.out, f"tune-{args.platform}", f"{tuning.budget}B")
     progress.step(f"tune folder {folder}")
     with ray_session(args.ray_address, None if args.ray_address else (os.cpu_count() or 1)) as ray:
         runner = RayRunner(ray, jobs(args, ray), progress)
-        document = tune(tuning, folder, runner.run, progress, jobs=runner.jobs)
+        try:
+            document = tune(tuning, folder, runner.run, progress, jobs=runner.jobs, resume=args.resume is not None)
+        except KeyboardInterrupt:
+            print(f"netrepro: tune interrupted; the trials that ended are in {folder}; resume with "
+                  f"netrepro tune --resume {folder}", file=sys.stderr)
+            raise
     print(json.dumps(document, indent=2) if args.json else format_tune(document))
-    return 0 if document["best"] is not None else 1   # trial 0 may be the best
+    return verdict(document["best"] is not None)   # trial 0 may be the best

@@ -33,6 +33,7 @@ from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.workload import Workload
 from harness.studies.run import Configuration, RunPlan
+from harness.studies.toml_edit import entry_toml, plain_number, record_entry, record_value
 
 TOLERANCE = 0.002   # a calibration stops within this share of the target
 MAX_RUNS = 8
@@ -73,17 +74,10 @@ class MediumCalibration:
             produced["with_bus_cost"] = f"{self.settings.get('bus_cost_s', 0.0) * 1e6:g}us"
         if self.confirmed_bps is not None:
             produced["through_board_mbps"] = round(self.confirmed_bps / 1e6, 3)
-        inline = ", ".join(f"{k} = {_toml_value(v)}" for k, v in produced.items())
-        return "\n".join([
-            "[[inputs]]", f'name = "{self.preset} UDP goodput (calibrates the shared medium)"',
-            f"value = {self.target_bps / 1e6:g}", 'unit = "Mbit/s"', 'provenance = "report"',
-            f"source = {_toml_value(source)}",
-            f'sets = "platforms/{self.platform}.toml: links.{self.preset}.phy_rate"',
-            f"calibrated = {{ {inline} }}"])
-
-
-def _toml_value(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else f"{value}"
+        return entry_toml("inputs", {
+            "name": f"{self.preset} UDP goodput (calibrates the shared medium)",
+            "value": plain_number(self.target_bps / 1e6), "unit": "Mbit/s", "provenance": "report", "source": source,
+            "sets": f"platforms/{self.platform}.toml: links.{self.preset}.phy_rate", "calibrated": produced})
 
 
 def find_phy_rate(target_bps: float, measure: Callable[[int], float], start_bps: int = START_BPS,
@@ -204,21 +198,11 @@ def phy_rate_line(platform: Platform, preset: str) -> tuple[list[str], int]:
 
 def record_phy_rate(platform: Platform, preset: str, rate_bps: int) -> None:
     """Write the calibrated rate into the preset's phy_rate line (the rest of the file as it is)."""
-    lines, index = phy_rate_line(platform, preset)
-    lines[index] = f'phy_rate = "{rate_bps / 1e6:.3f}mbit"   # netrepro calibrate-medium\n'
-    platform.path.write_text("".join(lines))
+    phy_rate_line(platform, preset)
+    record_value(platform.path, ("links", preset, "phy_rate"), f"{rate_bps / 1e6:.3f}mbit", "netrepro calibrate-medium")
 
 
 def record_input(report_path: Path, entry: str) -> None:
-    """Put the calibration's [[inputs]] entry in the report file: in place of the entry of the same name
-    (up to the next blank line), else at the file's end. The rest of the file is left as it is."""
-    name_line = entry.splitlines()[1]
-    text = report_path.read_text()
-    head = f"[[inputs]]\n{name_line}\n"
-    if head in text:
-        start = text.index(head)
-        end = text.find("\n\n", start)
-        text = text[:start] + entry + (text[end:] if end >= 0 else "\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + entry + "\n"
-    report_path.write_text(text)
+    """Put the calibration's [[inputs]] entry (input_toml's text) in the report file: in place of the entry of
+    the same name, else at the file's end. The rest of the file, comments included, is left as it is."""
+    record_entry(report_path, "inputs", entry)

@@ -1,18 +1,20 @@
 """Writing a report file: `netrepro report new` (from a few facts) and `netrepro report from-capture` (from a real
 board's capture) both describe a draft here, and `render` writes it as commented TOML that the loader reads back.
 
-Values are written by one small emitter (`toml_value`): strings as TOML basic strings, numbers, booleans, arrays
-and inline tables, so any text a user gives (a quote in a source, a backslash in a path) stays valid TOML.
+Values are written by one small emitter (`toml_value`): strings and keys as the TOML library (tomlkit) writes
+them, so any text a user gives (a quote in a source, a backslash in a path, a newline) stays valid TOML; numbers
+rounded as the report files keep them, booleans, arrays and inline tables.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomlkit
 
 from harness.core.errors import NetreproError
 
@@ -28,7 +30,7 @@ def toml_value(value: Any) -> str:
             raise ValueError(f"{value!r} has no TOML form here")
         return repr(round(value, 6)) if value != int(value) or abs(value) >= 1e15 else f"{value:.1f}"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # JSON's string escapes are TOML's basic-string escapes
+        return tomlkit.item(value).as_string()
     if isinstance(value, list | tuple):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -37,7 +39,7 @@ def toml_value(value: Any) -> str:
 
 
 def toml_key(key: str) -> str:
-    return key if key.replace("_", "a").replace("-", "a").isalnum() else json.dumps(key)
+    return tomlkit.key(key).as_string()
 
 
 @dataclass

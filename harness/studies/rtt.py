@@ -23,6 +23,7 @@ from harness.link.ping import base_delay_for, idle_ping_s, pings
 from harness.rig.platform import Platform
 from harness.rig.session import Session
 from harness.studies.medium import preset_line
+from harness.studies.toml_edit import entry_toml, plain_number, record_value
 
 TOLERANCE = 0.02  # the measured idle ping must read the report's RTT within this share
 
@@ -66,15 +67,10 @@ class RttCalibration:
 
     def input_toml(self, name: str, source: str) -> str:
         """The report file's [[inputs]] entry: the report's RTT (provenance report) and what it produced."""
-        inline = ", ".join(f"{k} = {v}" for k, v in self.calibrated().items())
-        return "\n".join([
-            "[[inputs]]", f'name = "{name}"', f"value = {self.target_s * 1e3:g}", 'unit = "ms"',
-            'provenance = "report"', f'source = "{_escaped(source)}"',
-            f'sets = "platforms/{self.platform}.toml: links.{self.preset}.rtt"', f"calibrated = {{ {inline} }}"])
-
-
-def _escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+        return entry_toml("inputs", {
+            "name": name, "value": plain_number(round(self.target_s * 1e3, 6)), "unit": "ms",
+            "provenance": "report", "source": source,
+            "sets": f"platforms/{self.platform}.toml: links.{self.preset}.rtt", "calibrated": self.calibrated()})
 
 
 def calibrate_rtt(platform: Platform, preset: str, target_s: float, count: int = 20,
@@ -111,7 +107,6 @@ def rtt_line(platform: Platform, preset: str) -> tuple[list[str], int]:
 
 def record_base_delay(platform: Platform, calibration: RttCalibration) -> None:
     """Write the base delay into the preset's rtt line (the rest of the file as it is)."""
-    lines, index = rtt_line(platform, calibration.preset)
-    lines[index] = (f'rtt = "{calibration.base_delay_s * 1e3:.3f}ms"   # netrepro calibrate-rtt: an idle ping reads '
-                    f"{calibration.target_s * 1e3:g} ms\n")
-    platform.path.write_text("".join(lines))
+    rtt_line(platform, calibration.preset)
+    record_value(platform.path, ("links", calibration.preset, "rtt"), f"{calibration.base_delay_s * 1e3:.3f}ms",
+                 f"netrepro calibrate-rtt: an idle ping reads {calibration.target_s * 1e3:g} ms")

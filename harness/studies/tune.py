@@ -1,7 +1,7 @@
 """A tune: the Pareto frontier of throughput against lwIP's RAM, within a RAM budget, by Optuna.
 
 Each trial is a configuration: the starting profile with the searched options set to values Optuna's
-multi-objective TPE sampler picks (maximise throughput, minimise lwIP RAM). It is built here first:
+multi-objective TPE sampler picks (SAMPLER; maximise throughput, minimise lwIP RAM). It is built here first:
 
     does not compile  lwIP's sanity checks (#error in init.c) reject it: the trial is PRUNED, not slow
     over the budget   its lwIP RAM (the linked firmware's, harness.rig.lwip_ram) exceeds it: PRUNED
@@ -12,7 +12,10 @@ profiles named by `compare` (default: the platform's report profiles) run too an
 frontier's plot. The best configuration within the budget is written as lwipopts.h: the starting
 profile's text and the chosen options after it, ready for `--lwip`.
 
-    FOLDER/tune.json        every trial (options, state, RAM, throughput, verdict), the frontier, the best
+    FOLDER/tune.json        the tuning as asked, every trial (options, state, RAM, throughput, verdict), the
+                            frontier, the best; rewritten as each trial ends
+    FOLDER/study.db         Optuna's storage (SQLite): every trial asked and told, so that an interrupted tune
+                            resumes (resume=True) with what it learnt; a trial cut short is asked again, anew
     FOLDER/tune.txt         the frontier as a table
     FOLDER/frontier.png     throughput against RAM, the budget and the compared profiles marked
     FOLDER/lwipopts.h       the best configuration within the budget
@@ -24,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +72,9 @@ TUNABLE = {
 }
 DEFAULT_OPTIONS = tuple(TUNABLE)
 MAX_TRIES = 10   # configurations tried per trial asked for, pruned ones included, before the search gives up
+SAMPLER = "Optuna's TPE sampler, multi-objective"   # what make_sampler makes, as --help names it
+STUDY_FILE = "study.db"
+TUNE_FILE = "tune.json"
 
 
 def parse_budget(text: str, platform: str, tree_path: str | None = None) -> int:
@@ -118,25 +124,65 @@ class Tuning:
         for name in self.compare or ():
             Configuration(name).profile(platform, lwip_tree(self.lwip_tree))
 
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Tuning:
+        return cls(**{**data, "options": tuple(data["options"]), "workload": Workload(**data["workload"]),
+                      "compare": None if data["compare"] is None else tuple(data["compare"]),
+                      "time": TimeChoice(**data["time"])})
+
+
+def load_tune(folder: Path) -> tuple[Tuning, list[dict[str, Any]]]:
+    """An interrupted tune's folder: the tuning as asked, and its trials that ended (a trial cut short is dropped:
+    it is asked again, as a new trial)."""
+    path = Path(folder) / TUNE_FILE
+    if not (path.is_file() and (Path(folder) / STUDY_FILE).is_file()):
+        raise NetreproError(f"{folder} is not a tune's folder (no {TUNE_FILE} and {STUDY_FILE})",
+                            "give the folder a tune printed (its first progress line names it)")
+    data = json.loads(path.read_text())
+    return Tuning.from_dict(data["tuning"]), [t for t in data["trials"] if t["state"] != "running"]
+
+
+def make_sampler(tuning: Tuning, asked: int) -> Any:
+    """The sampler, seeded past the trials a resumed study already asked, so it does not propose them again."""
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=tuning.seed + asked, n_startup_trials=max(4, tuning.trials // 3))
+
+
+def open_study(tuning: Tuning, folder: Path, resume: bool) -> Any:
+    """The study in folder's SQLite storage: new, or the stored one with the trials cut short marked failed."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(storage=f"sqlite:///{folder / STUDY_FILE}", study_name="tune",
+                                directions=["maximize", "minimize"], load_if_exists=resume)
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+    study.sampler = make_sampler(tuning, len(study.trials))
+    return study
+
 
 Runner = Callable[[Sequence[RunTask], Callable[[TaskOutcome], None]], Any]
 
 
 def tune(tuning: Tuning, folder: Path, runner: Runner, progress: Progress | None = None,
-         jobs: int = 1) -> dict[str, Any]:
-    """Search (`jobs` trials at a time), run the compared profiles, and write tune.json, the plot and
-    lwipopts.h into folder."""
+         jobs: int = 1, resume: bool = False) -> dict[str, Any]:
+    """Search (`jobs` trials at a time) until `tuning.trials` have run, run the compared profiles, and write
+    tune.json, the plot and lwipopts.h into folder. resume: go on with the tune stored in folder (load_tune)."""
     import optuna
 
     progress = progress or Progress(quiet=True)
     platform = load_platform(tuning.platform)
     tree = lwip_tree(tuning.lwip_tree)
     link = LinkSpec.from_preset(platform.link_preset(tuning.link) if tuning.link else {})
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=tuning.seed, n_startup_trials=max(4, tuning.trials // 3))
-    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
-    trials: list[dict[str, Any]] = []
-    ran = tried = 0
+    study = open_study(tuning, folder, resume)
+    trials: list[dict[str, Any]] = load_tune(folder)[1] if resume else []
+    ran, tried = sum(t["state"] != "pruned" for t in trials), len(trials)
+    if resume:
+        progress.step(f"resuming: {ran} of {tuning.trials} trials ran ({tried - ran} pruned)")
     while ran < tuning.trials and tried < MAX_TRIES * tuning.trials:
         batch = []
         while len(batch) < jobs and ran + len(batch) < tuning.trials and tried < MAX_TRIES * tuning.trials:
@@ -148,6 +194,7 @@ def tune(tuning: Tuning, folder: Path, runner: Runner, progress: Progress | None
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
             else:
                 batch.append((trial, record))
+        _save(folder, tuning, trials, [])   # the pruned ones too, for a resume
         by_key = {r["key"]: (t, r) for t, r in batch}
 
         def told(outcome: TaskOutcome, by_key: dict = by_key) -> None:
@@ -264,20 +311,21 @@ def _finish(folder: Path, tuning: Tuning, trials: list[dict[str, Any]], marks: l
     title = (f"tune {platform.name}: throughput against lwIP RAM ({tuning.workload.name} over "
              f"{tuning.link or 'direct'}, {len(trials)} configurations tried)")
     document["plots"] = [str(p) for p in plot_frontier(trials, front, marks, tuning.budget, folder / "frontier", title)]
-    (folder / "tune.json").write_text(json.dumps(document, indent=2) + "\n")
+    (folder / TUNE_FILE).write_text(json.dumps(document, indent=2) + "\n")
     (folder / "tune.txt").write_text(format_tune(document) + "\n")
     return document
 
 
 def _save(folder: Path, tuning: Tuning, trials: list[dict[str, Any]], front: list[dict[str, Any]],
           marks: list[dict[str, Any]] | None = None, best: dict[str, Any] | None = None) -> dict[str, Any]:
-    document = {"platform": tuning.platform, "folder": str(folder), "budget": tuning.budget,
+    document = {"tuning": tuning.as_dict(), "platform": tuning.platform, "folder": str(folder),
+                "budget": tuning.budget,
                 "options": list(tuning.options), "link": tuning.link or "direct",
                 "workload": tuning.workload.describe(), "time": tuning.time.mode,
                 "trials": [{k: v for k, v in t.items() if k != "task"} for t in trials],
                 "frontier": [t["number"] for t in front], "best": best["number"] if best else None,
                 "compared": marks or [], "lwipopts": None}
-    (folder / "tune.json").write_text(json.dumps(document, indent=2) + "\n")
+    (folder / TUNE_FILE).write_text(json.dumps(document, indent=2) + "\n")
     return document
 
 
