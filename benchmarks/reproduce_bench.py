@@ -4,7 +4,7 @@
 
 Writes benchmarks/results/reproduce-<report>.json, .md and .html (the page to share): netrepro's
 medians beside the report's figures, and how long the whole reproduction took on this machine.
-The README's report tables are these files' tables (tools/readme-tables checks and rewrites them).
+The README's report tables are these files' tables (tools/readme_tables.py checks and rewrites them).
 """
 
 from __future__ import annotations

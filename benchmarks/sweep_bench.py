@@ -12,7 +12,7 @@ measured, and how far the goodput is from that bound (the issue asks for 10 %); 
 point at 2 runs at once is from the same point at 1 (3 %), the dilation each run actually ran at
 (larger than planned: the host fell behind the board), and each sweep's wall time.
 
-Writes benchmarks/results/sweep-tcp-wnd.json, .md and .png (the plot the README shows).
+Writes benchmarks/results/sweep-tcp-wnd.json, .md and .png (the plot docs/measurements.md shows).
 """
 
 from __future__ import annotations

@@ -1,13 +1,24 @@
-"""Every example in docs/writing-a-report.md runs here, in a scratch folder that mirrors the checkout, as a user
-would type it there (the same machinery as the README's: tests/readme_examples.py)."""
+"""Every example in the pages of docs/ that show a user what to type runs here, in a scratch folder that mirrors
+the checkout, as a user would type it there (the same machinery as the README's: tests/readme_examples.py)."""
 
 from __future__ import annotations
 
 import pytest
-from readme_examples import ROOT, WORKSPACE, example_param, fenced_block_count, readme_examples
+from readme_examples import ROOT, WORKSPACE, fenced_block_count, readme_examples
 
-DOC = ROOT / "docs" / "writing-a-report.md"
-EXAMPLES = readme_examples(DOC)
+# The pages whose blocks a user copies; each block runs, or its marker says why not.
+DOCS = ("writing-a-report.md", "your-port.md", "fuzzing.md", "wifi-air.md", "device-time.md")
+EXAMPLES = {doc: readme_examples(ROOT / "docs" / doc) for doc in DOCS}
+
+
+def _param(doc: str, example) -> object:
+    """An example as a pytest parameter: marked real when it runs anything, named by its page, line and kind."""
+    marks = [pytest.mark.real] if example.parsed.runs_anything() else []
+    return pytest.param(example, marks=marks, id=f"{doc} {example.parsed.title}")
+
+
+def _ran(doc: str) -> list[str]:
+    return [" ".join(c.argv) for e in EXAMPLES[doc] for c in e.parsed.commands if c.runs]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -17,7 +28,7 @@ def workspace():
     WORKSPACE.close()
 
 
-@pytest.mark.parametrize("example", [example_param(e) for e in EXAMPLES])
+@pytest.mark.parametrize("example", [_param(doc, e) for doc, examples in EXAMPLES.items() for e in examples])
 def test_doc_example(example):
     try:
         example.evaluate()
@@ -26,11 +37,31 @@ def test_doc_example(example):
         raise
 
 
-def test_every_block_of_the_doc_runs_or_says_why():
-    assert len(EXAMPLES) == fenced_block_count(DOC.read_text())
-    problems = [f"{e.parsed.title}: {'; '.join(e.parsed.problems)}" for e in EXAMPLES if e.parsed.problems]
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_block_of_the_doc_runs_or_says_why(doc):
+    assert len(EXAMPLES[doc]) == fenced_block_count((ROOT / "docs" / doc).read_text())
+    problems = [f"{e.parsed.title}: {'; '.join(e.parsed.problems)}" for e in EXAMPLES[doc] if e.parsed.problems]
     assert not problems, "\n".join(problems)
-    ran = [" ".join(c.argv[:3]) for e in EXAMPLES for c in e.parsed.commands if c.runs]
+    commands = [e for e in EXAMPLES[doc] if e.parsed.kind == "commands"]
+    assert commands, f"docs/{doc} shows no command"
+
+
+def test_writing_a_report_runs_both_ways_to_a_report():
+    ran = [" ".join(r.split()[:3]) for r in _ran("writing-a-report.md")]
     assert "./netrepro report new" in ran and "./netrepro report from-capture" in ran
     assert sum(r.startswith("./netrepro reproduce") for r in ran) == 2  # both worked examples end reproduced
-    assert any("docs/examples/port/lwipopts.h" in " ".join(c.argv) for e in EXAMPLES for c in e.parsed.commands)
+    examples = EXAMPLES["writing-a-report.md"]
+    assert any("docs/examples/port/lwipopts.h" in " ".join(c.argv) for e in examples for c in e.parsed.commands)
+
+
+def test_the_moved_pages_run_what_they_show():
+    """The pages that took over the README's longer sections still run their commands."""
+    port = _ran("your-port.md")
+    assert any("docs/examples/port/lwipopts.h" in r for r in port)
+    assert any("docs/examples/rtos/lwipopts.h" in r for r in port)
+    assert any(r.startswith("./netrepro fuzz") for r in _ran("fuzzing.md"))
+    assert any("--minutes" in r for r in _ran("fuzzing.md"))  # the soak
+    air = _ran("wifi-air.md")
+    assert any(r.startswith("./netrepro calibrate-medium") for r in air)
+    assert any(r.startswith("./netrepro calibrate-rtt") for r in air)
+    assert any("--time host" in r for r in _ran("device-time.md"))

@@ -4,6 +4,7 @@
   directly under harness/), so a new stage cannot appear without being described.
 - No tracked file refers to notes outside the repository: the public source of a figure is
   named where the figure is used (reports/*.toml), never a file beside the checkout.
+- The README stays a page a user reads: at most README_MAX_LINES lines; the long stories live in docs/.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Written split so that this file does not match itself.
 OUTSIDE = ("reference" + ".md", "design" + ".md", "../" + "shared")
+README_MAX_LINES = 350  # issue 31: what a user needs; narratives and history go to docs/ and benchmarks/results/
 
 
 def harness_packages(root: Path = ROOT) -> list[str]:
@@ -71,6 +73,12 @@ def test_layout_table_names_every_harness_package():
     missing = missing_packages((ROOT / "README.md").read_text(), packages)
     assert not missing, (f"README.md's layout table does not name {', '.join(f'harness/{p}' for p in missing)}: "
                          "add a row for each")
+
+
+def test_the_readme_is_at_most_its_length():
+    lines = len((ROOT / "README.md").read_text().splitlines())
+    assert lines <= README_MAX_LINES, (f"README.md has {lines} lines, over {README_MAX_LINES}: move a narrative to "
+                                       "docs/ (docs/reports/, docs/measurements.md) and link it")
 
 
 def test_no_tracked_file_refers_outside_the_repository():

@@ -5,7 +5,7 @@ link, peer, capture, analysis; run folders kept when a test fails; device time, 
 default) and checks the report's claims as the report file states them. In device time the
 figures repeat to about 1 % (benchmarks/results/device-time-repeat.md), so one short run a case
 decides. Where a claim does not reproduce on the stand-in, the test pins what the stand-in does,
-the report's table says FAILS, and the README says why.
+the report's table says FAILS, and docs/reports/ says why.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_n6_wifi_window_before_and_after(netrepro):
     assert abs(tx_after - tx_before) <= 0.15 * tx_before, f"TX {tx_before} -> {tx_after} Mbit/s"
     # the report's figures over the shared medium: 35-39 after agrees within the report's 15 % band; 31 before
     # does not (~23): the report's 5-6 ms RTT was measured on that air and the medium's turns add to it, so
-    # part of the air's cost counts twice (README, R1). The table says "no"; this pins it.
+    # part of the air's cost counts twice (docs/reports/openmv-n6.md). The table says "no"; this pins it.
     assert after["agrees"] is True, claim(after)
     assert before["agrees"] is False and before["median_mbps"] < 0.85 * 31, claim(before)
     # "wifi tx after" declares its claim by construction (the two profiles differ only in TCP_WND, which a
@@ -107,7 +107,7 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
     assert rx_before["verdict"] == "window-limited", claim(rx_before)
     # The report: 24 / 15.9 = 1.51x; its claim here, at least 1.3x. On the shared medium it is ~1.29x (the wire
     # gave 1.45x): the larger window's data takes longer turns of the air and the board's ACKs take turns of
-    # their own, so the stored run says FAILS (README, R2). This pins the band the air gives.
+    # their own, so the stored run says FAILS (docs/reports/openmv-rt1060.md). This pins the band the air gives.
     assert 1.15 * rx_before["median_mbps"] <= rx_after["median_mbps"] < 1.42 * rx_before["median_mbps"], \
         f"{claim(rx_before)} / {claim(rx_after)}"
     # TX: the report's "3.5x faster" (claim >= 2x) needs the 8000 B heap to run out before the change
@@ -176,9 +176,9 @@ def test_rt1060_ethernet_at_line_rate_with_either_mss(netrepro):
         if name == "ethernet rx before":
             # MSS 800: the board's 6400 B window (5.6 KB median as advertised) carries 85 Mbit/s only while the
             # capture's RTT stays under ~0.5 ms; it read 0.476 ms (87.3 Mbit/s) on one machine of this kind and
-            # 0.515 ms (82.0) on another, the same board and build (README, R2). Pinned: the window per RTT is
-            # what it carries, and the table says FAILS whenever the figure is under the claim. Both bounds in payload:
-            # the window per RTT, and the 100 Mbit/s wire's share of 800-byte segments (91.1 Mbit/s).
+            # 0.515 ms (82.0) on another, the same board and build (docs/device-time.md). Pinned: the window per
+            # RTT is what it carries, and the table says FAILS whenever the figure is under the claim. Both bounds in
+            # payload: the window per RTT, and the 100 Mbit/s wire's share of 800-byte segments (91.1 Mbit/s).
             payload = case["link_mbps"] * 800 / wire_bytes(800 + HEADERS)
             carried = min(case["bound_mbps"], payload)
             assert case["median_mbps"] >= 0.9 * carried and case["verdict"] == "link-limited", (claim(case), carried)
@@ -187,8 +187,9 @@ def test_rt1060_ethernet_at_line_rate_with_either_mss(netrepro):
             assert case["median_mbps"] >= 85 and case["claim_result"] == "holds", claim(case)
         else:
             # The 8000 B heap ran out in holes (lwIP's ERR_MEM, MicroPython's 50 ms sleeps), the bistable state
-            # of TX before (README, R2): the board sent nothing for waits x 50 ms of its time and ran at the
-            # claim's rate for the rest. Runs held, slept a few times, or stayed out of heap (30 waits in 3 s).
+            # of TX before (docs/reports/openmv-rt1060.md): the board sent nothing for waits x 50 ms of its time
+            # and ran at the claim's rate for the rest. Runs held, slept a few times, or stayed out of heap (30 waits
+            # in 3 s).
             assert "before" in name, claim(case)
             idle_share = err_mem_sleep_share(waits, seconds)
             assert case["median_mbps"] >= 85 * (1 - idle_share), f"{claim(case)}; err_mem_waits={waits}"

@@ -3,7 +3,7 @@
  * ports/<port>/lwip_inc/lwipopts.h): it includes the port's own configuration header, points
  * LWIP_RAND() at the port's hardware RNG, protects with its own (here empty) macros, sets an
  * option only newer lwIP releases know and sizes pools for mDNS. netrepro builds it as it is:
- * README "Your port's lwipopts.h, as it is".
+ * docs/your-port.md, "Your port's lwipopts.h, as it is".
  */
 #ifndef PORT_LWIPOPTS_H
 #define PORT_LWIPOPTS_H

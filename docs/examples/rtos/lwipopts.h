@@ -3,8 +3,8 @@
  * CMSIS-RTOS2 (FreeRTOS): NO_SYS 0, lwIP's core in its tcpip thread, the
  * application on sockets and netconn, the priorities in CMSIS-RTOS2 numbers
  * (osPriorityNormal = 24). netrepro builds it as it is on a board with its
- * kernel (openmv-n6, openmv-rt1060, xbox); the README's "An RTOS port's file"
- * runs it.
+ * kernel (openmv-n6, openmv-rt1060, xbox); docs/your-port.md, "An RTOS port's
+ * file", runs it.
  */
 #ifndef __LWIPOPTS__H__
 #define __LWIPOPTS__H__
