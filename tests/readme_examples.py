@@ -320,10 +320,12 @@ def _verdicts() -> tuple[str, ...]:
 
 def _summary(line: str) -> str:
     """A report table's summary line without what depends on which cases ran: its notes in parentheses
-    (figures several cases measure, host-dependent ones, claims by construction), "distinct", the plural."""
+    (figures several cases measure, host-dependent ones, claims by construction), "distinct", the plural,
+    and the note of runs the host disturbed (they were replaced; how often depends on the machine)."""
     if "report figures agree within" not in line:
         return line
     line = re.sub(r" \([^()]*\)", "", line).replace("distinct report figures", "report figures")
+    line = re.sub(r"; \d+ cases? had a run the host disturbed[^;]*", "", line)  # the host's, not the report's
     return re.sub(r"\b(cases? fails?)\b", "case(s) fail(s)", line)
 
 
