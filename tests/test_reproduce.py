@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import harness.studies.run as run_module
+import harness.runs.analyse as run_module
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
@@ -20,6 +20,9 @@ from harness.link.settings import LINK_SETTINGS
 from harness.link.units import parse_rate, parse_time
 from harness.rig.devicetime import DeviceTime
 from harness.rig.workload import DISCARD_BYTES
+from harness.runs.analyse import Analyser, MeasuredRun
+from harness.runs.disturbed import measure_trusted
+from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult, judge_d_check, replaced_runs, summarise_runs
 from harness.studies.claims import judge
 from harness.studies.report_check import check_input
@@ -35,7 +38,6 @@ from harness.studies.reproduce import (
     report_figure_mbps,
     reproduce,
 )
-from harness.studies.run import Analyser, MeasuredRun, RunResult, measure_trusted
 
 ROOT = Path(__file__).resolve().parent.parent
 

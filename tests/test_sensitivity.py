@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+import harness.runs.plan as run_module
 import harness.studies.reproduce as reproduce_module
-import harness.studies.run as run_module
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.link import parse_rate, parse_time
@@ -22,9 +22,9 @@ from harness.link.saturate import FRAME, UDP_PAYLOAD
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.session import Session
+from harness.runs.result import RunResult
 from harness.studies.report_file import load_report, report_names
 from harness.studies.reproduce import reproduce
-from harness.studies.run import RunResult
 from harness.studies.sensitivity import (
     Setup,
     Target,

@@ -19,7 +19,7 @@ from harness.rig.build import build_firmware
 from harness.rig.devicetime import TimeChoice
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import UDP_LEN, Workload, parse_iperf_csv
-from harness.studies.run import RunPlan
+from harness.runs.plan import RunPlan
 
 RATE = 20_000_000
 FRAME = UDP_LEN + 8 + 20 + 14  # UDP, IPv4 and Ethernet headers

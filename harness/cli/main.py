@@ -34,6 +34,9 @@ from harness.rig.platform import load_platform, platform_names
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
+from harness.runs.disturbed import risk_text
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult, threads_text
 from harness.studies.baseline import (
     MAX_DROP,
     compare_to_baseline,
@@ -47,7 +50,6 @@ from harness.studies.compare import compare, format_comparison
 from harness.studies.report_file import report_names
 from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult, risk_text, threads_text
 from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
 from harness.studies.soak import judge_soak
 

@@ -41,8 +41,11 @@ from harness.rig.leaks import LeakCheck, LeakReport
 from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
+from harness.runs.analyse import data_rate
+from harness.runs.disturbed import execute_trusted
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult, device_busy
 from harness.studies.reproduce import reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult, data_rate, device_busy, execute_trusted
 
 _RUN_DIRS = pytest.StashKey[list[Path]]()
 RUN_FOLDERS_KEPT = "netrepro run folders kept (capture, console log, plots)"

@@ -36,6 +36,9 @@ from harness.rig.platform import load_platform
 from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import TWO_WAY, Workload
+from harness.runs.analyse import Analyser, Repeats, data_rate_bps
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult
 from harness.studies.cases import (
     CaseResult,
     format_number,
@@ -45,7 +48,6 @@ from harness.studies.cases import (
     thread_notes,
     time_line,
 )
-from harness.studies.run import Analyser, Configuration, Repeats, RunPlan, RunResult, data_rate_bps
 
 _WINDOW_LIMIT_UNSCALED = 0xFFFF
 _HEADERS = 14 + 20 + 20                 # Ethernet + IPv4 + TCP, what a pool pbuf holds besides payload

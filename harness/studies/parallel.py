@@ -40,7 +40,8 @@ from harness.rig.build import lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
-from harness.studies.run import Configuration, RunPlan, execute_trusted
+from harness.runs.disturbed import execute_trusted
+from harness.runs.plan import Configuration, RunPlan
 
 RUN_CPUS = 1                 # what one emulation needs: QEMU's one TCG thread; link and peer mostly wait
 ATTEMPTS = 2                 # a run is tried at most twice

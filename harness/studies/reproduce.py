@@ -53,6 +53,10 @@ from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.session import make_run_dir
 from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
+from harness.runs.analyse import Analyser, Repeats
+from harness.runs.disturbed import start_trusted
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult
 from harness.studies.cases import (
     CaseResult,
     format_number,
@@ -77,7 +81,6 @@ from harness.studies.claims import (
 )
 from harness.studies.report_file import FILE_KEY, case_configuration, load_report, report_inputs, report_platform
 from harness.studies.report_page import write_report_page
-from harness.studies.run import Analyser, Configuration, Repeats, RunPlan, RunResult, start_trusted
 
 
 def report_band(report: dict[str, Any]) -> float:

@@ -49,11 +49,14 @@ from harness.link import parse_rate, parse_time
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
 from harness.rig.workload import DEFAULT_CHUNK
+from harness.runs.analyse import Analyser, Repeats
+from harness.runs.disturbed import start_trusted
+from harness.runs.plan import RunPlan
+from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult, summarise_runs
 from harness.studies.claims import DEFAULT_BAND, percent
 from harness.studies.report_file import load_report, report_inputs, report_platform
 from harness.studies.reproduce import Setup, case_direction, case_setup, repeat_runs
-from harness.studies.run import Analyser, Repeats, RunPlan, RunResult, start_trusted
 from harness.studies.sensitivity_air import (
     AIR_KEYS,
     AIR_UNITS,

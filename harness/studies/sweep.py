@@ -36,8 +36,8 @@ from harness.rig.devicetime import TimeChoice
 from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import Platform, load_platform
 from harness.rig.workload import TWO_WAY, Workload
+from harness.runs.plan import Configuration
 from harness.studies.parallel import RunTask, TaskOutcome
-from harness.studies.run import Configuration
 
 SWEEP_FILE = "sweep.json"
 # The capture's figures a point keeps (the whole analysis stays in the point's result.json).

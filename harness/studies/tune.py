@@ -35,8 +35,8 @@ from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
 from harness.rig.workload import TWO_WAY, Workload
+from harness.runs.plan import Configuration
 from harness.studies.parallel import RunTask, TaskOutcome
-from harness.studies.run import Configuration
 from harness.studies.sweep_plots import plot_frontier
 
 
