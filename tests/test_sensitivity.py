@@ -273,14 +273,14 @@ def test_the_setup_is_the_run_reproduce_makes(tmp_path, monkeypatch):
     """The same board, link, workload and time as reproduce's RunPlan for every case (guards against drift)."""
     plans = []
 
-    def start(plan, run_dir, analyser, progress):
+    def start(plan, run_dir, analyser, progress=None):
         plans.append(plan)
         return _result(plan.link.as_dict(), plan.workload, 10.0)
 
     monkeypatch.setattr(reproduce_module, "lwip_tree", lambda path: tmp_path)
     monkeypatch.setattr(run_module, "build_firmware", lambda platform, profile, *_: SimpleNamespace(
         profile=profile))
-    monkeypatch.setattr(reproduce_module, "start_trusted", start)
+    monkeypatch.setattr(run_module.RunPlan, "start", start)
     for name in ("openmv-n6", "ethernut2"):
         plans.clear()
         reproduce(name, out=tmp_path / name, repeats=1, time=DEVICE)

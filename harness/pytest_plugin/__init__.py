@@ -42,7 +42,6 @@ from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
 from harness.runs.analyse import data_rate
-from harness.runs.disturbed import execute_trusted
 from harness.runs.plan import Configuration, RunPlan
 from harness.runs.result import RunResult, device_busy
 from harness.studies.reproduce import reproduce
@@ -108,7 +107,7 @@ class Netrepro:
         plan = RunPlan(load_platform(platform), self.firmware(platform, lwip, include, options),
                        self.link(platform, link, **link_overrides), Workload(workload, seconds, bytes, chunk, warmup),
                        time=self.time(platform, time))
-        result = execute_trusted(plan, self._run_dir(plan.platform.name, plan.firmware.profile.name))
+        result = plan.execute(self._run_dir(plan.platform.name, plan.firmware.profile.name))
         self._record(result)
         return result
 

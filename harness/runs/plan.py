@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from harness.rig.platform import Platform
 from harness.rig.profile import Profile, resolve_profile
 from harness.rig.session import Session
 from harness.rig.workload import DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload, start_board_services
-from harness.runs.analyse import MeasuredRun
+from harness.runs.analyse import Analyser, MeasuredRun
+from harness.runs.disturbed import measure_trusted
 from harness.runs.result import RunResult, device_cpu, thread_cpu
 
 LAG_FLOOR_MS = 20.0   # the board's clock may trail wall time / D by this much (one console round trip) ...
@@ -72,9 +74,13 @@ class RunPlan:
         capture_side(self.capture_at)  # a bad side fails before anything is built or booted
 
     def execute(self, run_dir: Path, progress: Progress | None = None) -> RunResult:
-        """Run the workload on a freshly booted board and analyse its capture; the result is saved even when
-        the run fails."""
-        return self.measure(run_dir, progress).analysed()
+        """Run the workload on a freshly booted board, repeated when the host disturbed it (DisturbedPolicy), and
+        analyse the capture of the run that stands; the result is saved even when the run fails."""
+        return measure_trusted(self, run_dir, progress).analysed()
+
+    def start(self, run_dir: Path, analyser: Analyser, progress: Progress | None = None) -> Future[RunResult]:
+        """execute, its analysis handed to `analyser` (beside the next run when the plan allows)."""
+        return analyser.submit(measure_trusted(self, run_dir, progress), self.analysis_may_overlap())
 
     def analysis_may_overlap(self) -> bool:
         """Whether another run's capture may be analysed while this one runs: only when the link follows
@@ -83,7 +89,8 @@ class RunPlan:
         return self.platform.sends_clock(self.time)
 
     def measure(self, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
-        """Run the workload on a freshly booted board; the result is saved (unanalysed) even when the run fails."""
+        """One run of the workload on a freshly booted board, whether or not the host disturbed it (execute and
+        start apply the policy for that); the result is saved (unanalysed) even when the run fails."""
         progress = progress or Progress(quiet=True)
         rig = Session(self.platform, self.firmware, run_dir, self.link, progress=progress,
                       boot_timeout=self.boot_timeout, time=self.time, capture_at=self.capture_at,

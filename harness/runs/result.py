@@ -54,9 +54,13 @@ class RunResult:
     analysis: AnalysisSummary | None = None       # the capture's analysis, once the run finished
     plots: list[str] = field(default_factory=list)
     captured_at: str = "device"  # the side of the link `capture` was taken at (a result.json without it: device)
-    # a repeat at twice D (measure_trusted): the run the host disturbed, which this one replaces (run_dir, figure,
+    # a repeat at twice D (DisturbedPolicy): the run the host disturbed, which this one replaces (run_dir, figure,
     # dilation, why), kept so that a table can say so; None for a run that replaced nothing
     replaced: dict[str, Any] | None = None
+    # what is done with a run the host disturbed (harness.runs.disturbed.DisturbedPolicy), and every run of this
+    # one's that it repeated, oldest first, each as `replaced` has it (so tries = len(repeats) + 1)
+    disturbed_policy: dict[str, Any] = field(default_factory=dict)
+    repeats: list[dict[str, Any]] = field(default_factory=list)
     # the peer's TCP timers in the board's time: which were scaled by D, how, and what the board saw of the
     # others (harness.rig.peer_timers)
     peer_timers: dict[str, Any] | None = None

@@ -247,8 +247,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
                 run_dir.mkdir()
                 progress.step(f"{role} {labels[k]}: run {i + 1} of {repeats}")
                 try:
-                    found[k].pending.append(analyser.submit(plans[k].measure(run_dir),
-                                                            plans[k].analysis_may_overlap()))
+                    found[k].pending.append(plans[k].start(run_dir, analyser, progress))
                 except NetreproError as exc:
                     found[k].error = found[k].error or str(exc)  # the first failure explains
                 found[k].run_dirs.append(str(run_dir))

@@ -54,7 +54,6 @@ from harness.rig.platform import Platform
 from harness.rig.session import make_run_dir
 from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
 from harness.runs.analyse import Analyser, Repeats
-from harness.runs.disturbed import start_trusted
 from harness.runs.plan import Configuration, RunPlan
 from harness.runs.result import RunResult
 from harness.studies.cases import (
@@ -288,7 +287,7 @@ def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan
                         medium=plan.link.medium, report_value=spec.get("report_value"), claim=spec.get("claim", {}))
     key = setup.key()
     if key not in shared:
-        shared[key] = repeat_runs(lambda run_dir: start_trusted(plan, run_dir, analyser, progress), spec["case"],
+        shared[key] = repeat_runs(lambda run_dir: plan.start(run_dir, analyser, progress), spec["case"],
                                   root, repeats, progress)
     return result, key
 
@@ -301,7 +300,7 @@ def _start_d_check(case: str, plan: RunPlan, root: Path, progress: Progress, ana
     progress.step(f"{case}: D check, one run at D = {slower.time.dilation:g} (twice {plan.time.dilation:g})")
     found = Repeats([], [str(run_dir)])
     try:
-        found.pending.append(start_trusted(slower, run_dir, analyser, progress))
+        found.pending.append(slower.start(run_dir, analyser, progress))
     except NetreproError as exc:
         found.error = str(exc)
     return found

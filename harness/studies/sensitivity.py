@@ -4,7 +4,7 @@ A report's [[inputs]] say which values netrepro assumed, their plausible `range 
 where netrepro uses them (`sets = "FILE: KEY"`). For each assumed input, every case of the
 reproduction that depends on it runs again with that input at the low end of its range, then at the
 high end, every other input at its value, through the steps reproduce takes for a case (its board,
-firmware, link preset and workload; RunPlan and start_trusted, each run analysed beside the next;
+firmware, link preset and workload; RunPlan.start, each run analysed beside the next;
 repeat_runs; summarise_runs), and its median is set beside the reproduction's (the baseline):
 
     platforms/P.toml: links.L.rate / .rtt  the cases on board P over link preset L: that preset's rate or RTT
@@ -50,7 +50,6 @@ from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
 from harness.rig.workload import DEFAULT_CHUNK
 from harness.runs.analyse import Analyser, Repeats
-from harness.runs.disturbed import start_trusted
 from harness.runs.plan import RunPlan
 from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult, summarise_runs
@@ -108,7 +107,7 @@ Execute = Callable[[Setup, Path], RunResult | Future[RunResult]]  # one run of a
 
 
 class RealRun:
-    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan and start_trusted,
+    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan.start,
     as reproduce runs a case."""
 
     def __init__(self, lwip_tree_path: str | None, progress: Progress, analyser: Analyser) -> None:
@@ -116,7 +115,7 @@ class RealRun:
         self.plans: dict[tuple[str, ...], RunPlan] = {}
 
     def __call__(self, setup: Setup, run_dir: Path) -> Future[RunResult]:
-        return start_trusted(self.plan(setup), run_dir, self.analyser)
+        return self.plan(setup).start(run_dir, self.analyser)
 
     def plan(self, setup: Setup) -> RunPlan:
         if setup.key() not in self.plans:
