@@ -33,7 +33,7 @@ from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform, platform_names
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session, make_run_dir
-from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
+from harness.rig.workload import ONE_WAY, WORKLOADS, Workload
 from harness.runs.disturbed import risk_text
 from harness.runs.plan import Configuration, RunPlan
 from harness.runs.result import RunResult, threads_text
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(comp)
     add_time_args(comp)
-    comp.add_argument("--workload", default="rx", choices=[w for w in WORKLOADS if w not in TWO_WAY])
+    comp.add_argument("--workload", default="rx", choices=ONE_WAY)
     comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     comp.add_argument("--chunk", type=size_arg, default=1460, help="discard and sock-*: bytes per write or read")
     comp.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")

@@ -14,13 +14,11 @@ from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.rig.session import make_run_dir
-from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
+from harness.rig.workload import ONE_WAY, Workload
 from harness.studies.parallel import RUN_CPUS, RayRunner, ray_session
 from harness.studies.sweep import Axis, Sweep, SweepSpec, check_sweep, format_sweep, run_sweep
 from harness.studies.sweep_plots import plot_sweep
 from harness.studies.tune import DEFAULT_OPTIONS, TUNABLE, Tuning, format_tune, parse_budget, tune
-
-ONE_WAY = [w for w in WORKLOADS if w not in TWO_WAY]
 
 
 def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -13,7 +13,8 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.link.air import tcp_capacity_bps
-from harness.rig.workload import DEVICE_SENDS, TWO_WAY, Transfer
+from harness.rig.transfer import Transfer
+from harness.rig.workload import workload_kind
 from harness.runs.result import RunResult, device_busy
 
 
@@ -98,7 +99,7 @@ def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: 
     took in the capture (the board's time), in place of the D estimated from clock samples."""
     retimed = [t.retimed(analysis.connections, result.device) for t in transfers]
     if retimed != transfers:
-        result.record(retimed, two_way=result.workload["name"] in TWO_WAY)
+        result.record(retimed, two_way=workload_kind(result.workload["name"]).two_way)
     if result.time:
         result.time["peer_figures_timed_by"] = {t.direction: t.timed_by for t in retimed if t.timed_by}
 
@@ -132,7 +133,7 @@ def data_rate(result: RunResult, direction: str | None = None) -> tuple[float | 
     elif seen in ("device->peer", "peer->device"):
         sends = seen == "device->peer"
     else:
-        sends = result.workload["name"] in DEVICE_SENDS
+        sends = workload_kind(result.workload["name"]).device_sends
     side = result.link["to_peer" if sends else "to_device"]
     # on the shared medium the wire's rate does not apply: the air's capacity one way, every turn full, does, or
     # the host bus's with the ACKs crossing it too, when a bus is the slower stage

@@ -23,7 +23,8 @@ from harness.rig.leaks import LeakCheck
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, resolve_profile
 from harness.rig.session import Session
-from harness.rig.workload import DISCARD_BYTES, TWO_WAY, Transfer, Workload, run_workload, start_board_services
+from harness.rig.transfer import Transfer
+from harness.rig.workload import Workload, run_workload, start_board_services
 from harness.runs.analyse import Analyser, MeasuredRun
 from harness.runs.disturbed import measure_trusted
 from harness.runs.result import RunResult, device_cpu, thread_cpu
@@ -110,7 +111,7 @@ class RunPlan:
                 result.peer_timers = rig.peer_timers
                 result.boot_seconds = round(rig.console.boot_seconds or 0.0, 3)
                 result.options = rig.console.opts()
-                progress.step(f"running {self.workload.name} ({_amount(self.workload)}) over link "
+                progress.step(f"running {self.workload.name} ({self.workload.kind.amount(self.workload)}) over link "
                               f"{_link_text(result.link)}")
                 start_board_services(rig, self.workload)
                 leak_check = LeakCheck.start(rig.console, rig.time.wall_s)
@@ -119,7 +120,7 @@ class RunPlan:
                 rig.console.cpu_load(reset=True)
                 transfers = run_workload(rig, self.workload)
                 workload_wall = (clock.wall_s, time.monotonic())
-                result.record(transfers, two_way=self.workload.name in TWO_WAY)
+                result.record(transfers, two_way=self.workload.kind.two_way)
                 result.device_cpu = device_cpu(rig.console.cpu_load())
                 judged = clock.judge(rig, self.time)
                 result.time = judged.as_dict()
@@ -193,12 +194,6 @@ def _warn_if_lagging(clock: dict[str, float] | None, progress: Progress) -> None
         progress.warn(f"the board host fell behind the wall clock (max lag {clock['max_lag_ms']:g} ms, "
                       f"{clock['late_slices']:.0f} of {clock['slices']:.0f} slices over 1 ms late): "
                       "timing figures of this run are less trustworthy; run with fewer jobs beside it")
-
-
-def _amount(workload: Workload) -> str:
-    if workload.name == "discard":
-        return f"{workload.bytes or DISCARD_BYTES} bytes in chunks of {workload.chunk}"
-    return f"{workload.bytes} bytes" if workload.bytes else f"{workload.seconds:g} s"
 
 
 def _link_text(link: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.analysis import AnalysisSummary
 from harness.rig.leaks import LeakReport
-from harness.rig.workload import Transfer
+from harness.rig.transfer import Transfer
 
 
 @dataclass

@@ -35,7 +35,7 @@ from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform
 from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
-from harness.rig.workload import TWO_WAY, Workload
+from harness.rig.workload import Workload
 from harness.runs.analyse import Analyser, Repeats, data_rate_bps
 from harness.runs.plan import Configuration, RunPlan
 from harness.runs.result import RunResult
@@ -226,7 +226,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
     if len(configurations) != 2:
         raise NetreproError(f"compare needs two configurations, got {len(configurations)}",
                             "give --lwip twice: --lwip A --lwip B")
-    if workload.name in TWO_WAY:
+    if workload.kind.two_way:
         raise NetreproError(f"workload {workload.name} measures two directions at once",
                             "compare one direction: rx, tx, discard, sock-rx or sock-tx")
     if repeats < 1:

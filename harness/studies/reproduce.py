@@ -52,7 +52,7 @@ from harness.rig.build import lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.session import make_run_dir
-from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
+from harness.rig.workload import DEFAULT_CHUNK, Workload, workload_kind
 from harness.runs.analyse import Analyser, Repeats
 from harness.runs.plan import Configuration, RunPlan
 from harness.runs.result import RunResult
@@ -357,7 +357,7 @@ def repeat_runs(execute: Callable[[Path], RunResult | Future[RunResult]], case: 
 
 
 def case_direction(spec: dict[str, Any]) -> str | None:
-    two_way = spec["workload"] in TWO_WAY
+    two_way = workload_kind(spec["workload"]).two_way
     direction = spec.get("direction")
     if two_way and direction not in ("rx", "tx"):
         raise NetreproError(f"case '{spec['case']}' runs {spec['workload']} (both directions) but does not say "

@@ -48,7 +48,7 @@ from harness.core.progress import Progress
 from harness.link import parse_rate, parse_time
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
-from harness.rig.workload import DEFAULT_CHUNK
+from harness.rig.workload import DEFAULT_CHUNK, workload_kind
 from harness.runs.analyse import Analyser, Repeats
 from harness.runs.plan import RunPlan
 from harness.runs.result import RunResult
@@ -66,7 +66,6 @@ from harness.studies.sensitivity_air import (
     check_air_preset,
 )
 
-CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
 NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
 LINK_KEYS = ("rate", "rtt")
 ENDS = ("low", "high")
@@ -236,7 +235,7 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
 def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> bool:
     """Whether the case runs with the input: on the input's board (and link preset), or with the report's chunk."""
     if target.kind == "chunk":
-        return spec["workload"] in CHUNK_WORKLOADS and "chunk" not in spec
+        return workload_kind(spec["workload"]).chunked and "chunk" not in spec
     board = Path(str(spec.get("platform", report["platform"]))).stem
     return target.owner in (board, REPORT_OWNER) and (target.kind not in ("link", "air") or spec["link"] == target.link)
 
