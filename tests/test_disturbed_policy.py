@@ -4,7 +4,6 @@ and the result that stands records the policy, the tries and why each was repeat
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +14,7 @@ import harness.runs.analyse as analyse_module
 import harness.runs.plan as plan_module
 import harness.studies.bisect as bisect_module
 import harness.studies.compare as compare_module
+import harness.studies.one_run as one_run_module
 from harness.cli.main import main
 from harness.core.progress import Progress
 from harness.link import LinkSpec
@@ -28,7 +28,6 @@ from harness.runs.result import RunResult
 from harness.studies.bisect import Bisection, Criterion
 from harness.studies.compare import compare
 
-cli_module = importlib.import_module("harness.cli.main")  # the package's `main` is the function
 LAGGED = "the host fell behind the board by 41 ms"
 FIRMWARE = SimpleNamespace(profile=SimpleNamespace(name="p"), lwip_version="2.1.3", stand_ins=(), warnings=(),
                            apps=(), lwip_ram=None, key="k", rebuilt=False)
@@ -109,8 +108,8 @@ def test_the_policy_stops_after_its_tries_and_the_last_run_stands_still_marked(t
 
 
 def test_run_repeats_a_disturbed_run(tmp_path, disturbed, monkeypatch, capsys):
-    monkeypatch.setattr(cli_module, "build_firmware", lambda *_: FIRMWARE)
-    monkeypatch.setattr(cli_module, "lwip_tree", lambda path: tmp_path)
+    monkeypatch.setattr(one_run_module, "build_firmware", lambda *_: FIRMWARE)
+    monkeypatch.setattr(one_run_module, "lwip_tree", lambda path: tmp_path)
     monkeypatch.setattr(Configuration, "profile", lambda self, *_: SimpleNamespace(name="p"))
     monkeypatch.setattr(TimeChoice, "for_platform", lambda self, *_: _device_time())
     assert main(["run", "openmv-n6", "--workload", "rx", "--seconds", "1", "--out", str(tmp_path), "--json"]) == 0
