@@ -27,7 +27,7 @@ from harness.rig.build import lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.workload import Workload  # noqa: E402
-from harness.studies.run import Configuration, RunPlan  # noqa: E402
+from harness.runs.plan import Configuration, RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 CASES = [  # platform, profile, link preset, workload, host MIPS

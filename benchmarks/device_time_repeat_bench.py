@@ -51,9 +51,9 @@ from harness.rig.build import lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.session import Session  # noqa: E402
+from harness.runs.plan import Configuration, RunPlan  # noqa: E402
 from harness.studies.report_file import load_report  # noqa: E402
 from harness.studies.reproduce import Setup, case_direction, case_setup  # noqa: E402
-from harness.studies.run import Configuration, RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
+from harness.runs.plan import RunPlan  # noqa: E402
 from harness.studies.report_file import load_report  # noqa: E402
 from harness.studies.reproduce import case_setup  # noqa: E402
-from harness.studies.run import RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 NAME = "medium-n6-cases"

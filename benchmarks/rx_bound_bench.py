@@ -24,7 +24,7 @@ from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
 from harness.rig.workload import Workload  # noqa: E402
-from harness.studies.run import RunPlan  # noqa: E402
+from harness.runs.plan import RunPlan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import AnalysisSummary
+from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult
 from harness.studies.claims import judge
 from harness.studies.reproduce import judged_document
-from harness.studies.run import RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
 

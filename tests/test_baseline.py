@@ -15,6 +15,7 @@ from harness.analysis import AnalysisSummary
 from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
 from harness.rig.platform import PROJECT_ROOT
+from harness.runs.result import RunResult
 from harness.studies.baseline import (
     BASELINES_ENV,
     baseline_store,
@@ -23,7 +24,6 @@ from harness.studies.baseline import (
     parse_fraction,
     save_baseline,
 )
-from harness.studies.run import RunResult
 
 LINK = {"rtt_s": 0.0055, "seed": 1, "snaplen": 0,
         "to_device": {"delay_s": 0.00275, "rate_bps": 43000000, "drop": (), "pace_bps": 100000000},

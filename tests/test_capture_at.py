@@ -20,8 +20,9 @@ import pytest
 
 from harness.core.errors import NetreproError
 from harness.link import Link, LinkSpec, link_binary, read_drops, read_pcap_ns
+from harness.runs.plan import RunPlan
+from harness.runs.result import RunResult
 from harness.studies import cases
-from harness.studies.run import RunPlan, RunResult
 from tests.conftest import netrepro_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

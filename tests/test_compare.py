@@ -16,8 +16,9 @@ from harness.analysis import AnalysisSummary
 from harness.cli.exit_codes import ExitCode
 from harness.cli.main import build_parser
 from harness.rig.platform import PROJECT_ROOT
+from harness.runs.analyse import data_rate_bps
+from harness.runs.plan import Configuration
 from harness.studies.compare import differing_options, format_comparison, recommend, summarise
-from harness.studies.run import Configuration, data_rate_bps
 
 N6_OPTIONS = {"TCP_MSS": 1460, "TCP_WND": 23360, "TCP_SND_BUF": 23360, "TCP_SND_QUEUELEN": 64, "MEM_SIZE": 65536,
               "PBUF_POOL_SIZE": 32, "PBUF_POOL_BUFSIZE": 1516, "MEMP_NUM_TCP_SEG": 64, "LWIP_WND_SCALE": 0,

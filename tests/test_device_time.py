@@ -18,7 +18,8 @@ from harness.cli.exit_codes import ExitCode
 from harness.link import LinkSpec
 from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, TimeChoice
 from harness.rig.workload import Workload
-from harness.studies.run import Configuration, RunPlan, figures_at_risk, measure_trusted
+from harness.runs.disturbed import figures_at_risk, measure_trusted
+from harness.runs.plan import Configuration, RunPlan
 
 pytestmark = pytest.mark.real
 
@@ -177,7 +178,7 @@ def test_a_board_the_host_stops_for_over_a_second_is_found_late_and_the_run_repe
     link takes the board for stopped and runs on by itself (harness/link/c/clock.h, CLOCK_STALL_NS), so the frames
     it holds leave ~300 ms of the board's time late. The run is marked, its figures at risk, and repeated at
     twice the D. (A shorter stop, or one of the link, stops the board and the link together: no figure moves.)"""
-    import harness.studies.run as run_module
+    import harness.runs.plan as run_module
 
     real_workload, stalls = run_module.run_workload, []
 

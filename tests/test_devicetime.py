@@ -21,8 +21,10 @@ from harness.rig.devicetime import (
     plan_time,
 )
 from harness.rig.platform import load_platform
-from harness.rig.workload import Transfer, parse_iperf_csv
-from harness.studies.run import RunPlan, RunResult, figures_at_risk, measure_trusted, risk_text
+from harness.rig.transfer import Transfer, parse_iperf_csv
+from harness.runs.disturbed import figures_at_risk, measure_trusted, risk_text
+from harness.runs.plan import RunPlan
+from harness.runs.result import RunResult
 
 M55 = CpuModel(clock_mhz=800, ipc=1.0, host_mips=250, source="test")
 

@@ -21,8 +21,8 @@ from harness.core.errors import NetreproError
 from harness.rig.leaks import LeakCheck, LeakReport, Usage, account, is_settled, settle
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload, run_workload, start_board_services
+from harness.runs.result import RunResult
 from harness.studies.cases import case_leaks, leak_notes
-from harness.studies.run import RunResult
 
 CMD_STATS = Path(__file__).resolve().parent.parent / "firmware" / "apps" / "cmd_stats.c"
 POOLS = ("RAW_PCB", "UDP_PCB", "TCP_PCB", "TCP_PCB_LISTEN", "TCP_SEG", "SYS_TIMEOUT", "PBUF", "PBUF_POOL")

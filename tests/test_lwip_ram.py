@@ -15,8 +15,8 @@ from harness.rig.build import Firmware, build_firmware
 from harness.rig.lwip_ram import RAM_FILE, LwipSymbol, cached_lwip_ram, ram_line, tally
 from harness.rig.platform import PROJECT_ROOT, load_platform
 from harness.rig.profile import resolve_profile
+from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult, summarise_runs
-from harness.studies.run import RunResult
 
 PROFILES = [("openmv-n6", "mp-n6-before"), ("openmv-n6", "mp-n6-after"), ("xbox", "nxdk-nvnetdrv")]
 PROFILE_DIR = PROJECT_ROOT / "firmware" / "profiles"

@@ -21,6 +21,7 @@ from harness.link.saturate import FRAME, UDP_PAYLOAD, goodput, udp_saturation
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
+from harness.runs.plan import Configuration, RunPlan
 from harness.studies.medium import (
     MediumCalibration,
     calibrate_medium,
@@ -30,7 +31,6 @@ from harness.studies.medium import (
     shared_spec,
 )
 from harness.studies.report_check import check_input
-from harness.studies.run import Configuration, RunPlan
 from tests.conftest import netrepro_cli
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.studies.run import busiest_threads
+from harness.runs.result import busiest_threads
 from tests.conftest import netrepro_cli
 
 pytestmark = pytest.mark.real

@@ -14,12 +14,12 @@ from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.rig.devicetime import TimeChoice
 from harness.rig.workload import WORKLOADS
+from harness.runs.result import RunResult
 from harness.studies.claims import CHECKS, DECLARED
 from harness.studies.report_check import check_report, key_lines
 from harness.studies.report_file import load_report, report_inputs, report_names, report_platform
 from harness.studies.report_schema import SCHEMA_PATH, report_schema, schema_text
 from harness.studies.reproduce import case_setup
-from harness.studies.run import RunResult
 from harness.studies.sensitivity import sensitivity
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,12 +10,13 @@ from typing import Any
 
 from reproduce_helpers import _document, _replaced_run, _run, case
 
-import harness.studies.run as run_module
+import harness.runs.analyse as run_module
 from harness.core.progress import Progress
 from harness.rig.devicetime import DeviceTime
+from harness.runs.analyse import MeasuredRun
+from harness.runs.disturbed import measure_trusted
 from harness.studies.cases import CaseResult, replaced_runs, summarise_runs
 from harness.studies.reproduce import format_report
-from harness.studies.run import MeasuredRun, measure_trusted
 
 CHOSEN = {"name": "socket write size", "value": 512, "unit": "B", "provenance": "chosen",
           "why": "512 B writes run the 8000 B heap out, as the report's TX figure implies", "cases": ["tx before"],

@@ -11,11 +11,12 @@ from reproduce_helpers import _run, case
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
+from harness.runs.analyse import Analyser
+from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult, summarise_runs
 from harness.studies.claims import judge
 from harness.studies.report_file import load_report
 from harness.studies.reproduce import format_report, judged_document, repeat_runs, reproduce
-from harness.studies.run import Analyser, RunResult
 
 REPORT = {"band": 0.15, "cases": [],
           "inputs": [{"name": "wifi RTT", "value": 2.7, "unit": "ms", "provenance": "fitted",

@@ -19,11 +19,11 @@ from harness.link.ping import PING_FRAME, base_delay_for, idle_ping_s, passage_s
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
+from harness.runs.plan import Configuration, RunPlan
 from harness.studies.medium import record_input
 from harness.studies.report_check import check_input
 from harness.studies.report_file import load_report
 from harness.studies.rtt import RttCalibration, calibrate_rtt, record_base_delay
-from harness.studies.run import Configuration, RunPlan
 from tests.conftest import netrepro_cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+import harness.runs.plan as run_module
 import harness.studies.reproduce as reproduce_module
-import harness.studies.run as run_module
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
 from harness.link import parse_rate, parse_time
@@ -22,9 +22,9 @@ from harness.link.saturate import FRAME, UDP_PAYLOAD
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.session import Session
+from harness.runs.result import RunResult
 from harness.studies.report_file import load_report, report_names
 from harness.studies.reproduce import reproduce
-from harness.studies.run import RunResult
 from harness.studies.sensitivity import (
     Setup,
     Target,
@@ -273,14 +273,14 @@ def test_the_setup_is_the_run_reproduce_makes(tmp_path, monkeypatch):
     """The same board, link, workload and time as reproduce's RunPlan for every case (guards against drift)."""
     plans = []
 
-    def start(plan, run_dir, analyser, progress):
+    def start(plan, run_dir, analyser, progress=None):
         plans.append(plan)
         return _result(plan.link.as_dict(), plan.workload, 10.0)
 
     monkeypatch.setattr(reproduce_module, "lwip_tree", lambda path: tmp_path)
     monkeypatch.setattr(run_module, "build_firmware", lambda platform, profile, *_: SimpleNamespace(
         profile=profile))
-    monkeypatch.setattr(reproduce_module, "start_trusted", start)
+    monkeypatch.setattr(run_module.RunPlan, "start", start)
     for name in ("openmv-n6", "ethernut2"):
         plans.clear()
         reproduce(name, out=tmp_path / name, repeats=1, time=DEVICE)

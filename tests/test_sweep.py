@@ -19,8 +19,8 @@ import pytest
 from harness.core.errors import NetreproError
 from harness.link.units import parse_time
 from harness.rig.workload import Workload
+from harness.runs.plan import Configuration
 from harness.studies.parallel import ATTEMPTS, WORKER_PID_FILE, RayRunner, RunTask, TaskOutcome
-from harness.studies.run import Configuration
 from harness.studies.sweep import Axis, LinkPoint, SweepSpec, format_sweep, points_csv, run_sweep
 from harness.studies.sweep_plots import plot_sweep
 from tests.conftest import assert_one_line_error, interrupt_run, leftover_processes, netrepro_cli

@@ -1,10 +1,10 @@
 """Each thread's share of the board's time over a workload, from two readings of the kernel's
-counters (harness.studies.run.thread_cpu), and the `run` line that names the busiest thread."""
+counters (harness.runs.result.thread_cpu), and the `run` line that names the busiest thread."""
 
 from __future__ import annotations
 
+from harness.runs.result import busiest_threads, thread_cpu, threads_text
 from harness.studies.cases import thread_notes
-from harness.studies.run import busiest_threads, thread_cpu, threads_text
 
 
 def _reading(run_us: dict[str, int], switches: dict[str, int], mbox_full: int = 0) -> dict:

@@ -18,8 +18,9 @@ from harness.link import LinkSpec, read_drops, read_pcap
 from harness.rig.build import build_firmware
 from harness.rig.devicetime import TimeChoice
 from harness.rig.profile import resolve_profile
-from harness.rig.workload import UDP_LEN, Workload, parse_iperf_csv
-from harness.studies.run import RunPlan
+from harness.rig.transfer import parse_iperf_csv
+from harness.rig.workload import UDP_LEN, Workload
+from harness.runs.plan import RunPlan
 
 RATE = 20_000_000
 FRAME = UDP_LEN + 8 + 20 + 14  # UDP, IPv4 and Ethernet headers

@@ -38,8 +38,9 @@ from harness.link.saturate import FRAME, UDP_PAYLOAD, udp_saturation
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
+from harness.runs.analyse import data_rate
+from harness.runs.plan import Configuration, RunPlan
 from harness.studies.medium import calibrate_medium, check_bus
-from harness.studies.run import Configuration, RunPlan, data_rate
 from harness.studies.sensitivity import Target, apply, case_setup, plan_inputs, planned_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -13,7 +13,7 @@ from harness.rig.build import build_firmware
 from harness.rig.devicetime import TimeChoice
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload
-from harness.studies.run import RunPlan
+from harness.runs.plan import RunPlan
 
 pytestmark = pytest.mark.real
 

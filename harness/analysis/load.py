@@ -35,7 +35,7 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
     when the caller has it: with it the verdict can say "cpu-limited".
 
     ``link_stage`` is "bus" when ``link_rate_bps`` is the WiFi chip's host bus's bound, lower than the
-    air's (harness.studies.run.data_rate): a transfer at that rate is then "bus-limited".
+    air's (harness.runs.analyse.data_rate): a transfer at that rate is then "bus-limited".
 
     ``captured_at`` ("device" or "peer") says where the capture was taken when the caller knows
     (netrepro's own captures are at the device side); otherwise it is judged from the timing.

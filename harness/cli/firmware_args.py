@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from harness.rig.build import LWIP_TREE_ENV
-from harness.studies.run import Configuration
+from harness.runs.plan import Configuration
 
 
 def add_firmware_args(parser: argparse.ArgumentParser) -> None:

@@ -35,24 +35,22 @@ from harness.rig.engine import make_engine
 from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform, platform_names
 from harness.rig.profile import resolve_profile
-from harness.rig.session import Session, make_run_dir
-from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
+from harness.rig.session import make_run_dir
+from harness.rig.workload import ONE_WAY, WORKLOADS, Workload
+from harness.runs.disturbed import risk_text
+from harness.runs.plan import Configuration
+from harness.runs.result import RunResult, threads_text
 from harness.studies.baseline import (
     MAX_DROP,
-    compare_to_baseline,
-    load_baseline,
     parse_fraction,
-    save_baseline,
-    setup_differences,
 )
 from harness.studies.calibrate import calibrate, format_calibration
 from harness.studies.compare import compare, format_comparison
+from harness.studies.one_run import RunRequest, run_one
 from harness.studies.report_file import report_names
 from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult, risk_text, threads_text
 from harness.studies.sensitivity import format_sensitivity, positive_count, sensitivity
-from harness.studies.soak import judge_soak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
     add_link_args(comp)
     add_time_args(comp)
-    comp.add_argument("--workload", default="rx", choices=[w for w in WORKLOADS if w not in TWO_WAY])
+    comp.add_argument("--workload", default="rx", choices=ONE_WAY)
     comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     comp.add_argument("--chunk", type=size_arg, default=1460, help="discard and sock-*: bytes per write or read")
     comp.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
@@ -345,72 +343,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.minutes is not None and not args.minutes > 0:
         raise NetreproError(f"--minutes {args.minutes:g} is not a duration",
                             "give the board minutes, e.g. --minutes 10")
-    progress = command_progress(args)
+    if args.max_drop is not None and not args.against:
+        raise NetreproError("--max-drop applies to --against", "give --against NAME too, or leave --max-drop out")
     platform = load_platform(args.platform)
     if args.rx_overflow:
         platform = platform.with_nic(rx_overflow=args.rx_overflow)
-    tree = lwip_tree(args.lwip_tree)
-    configuration = firmware_configuration(args)
-    profile = configuration.profile(platform, tree)
-    link = link_spec(args, platform)
     seconds = args.seconds if args.minutes is None else args.minutes * 60
-    workload = Workload(args.workload, seconds=seconds, bytes=args.bytes, chunk=args.chunk,
-                        warmup_s=args.warmup, rate_bps=args.udp_rate)
-    if args.max_drop is not None and not args.against:
-        raise NetreproError("--max-drop applies to --against", "give --against NAME too, or leave --max-drop out")
-    baseline = load_baseline(args.against, args.baseline_dir) if args.against else None
-    if baseline is not None:
-        differences = setup_differences(baseline, platform.name, workload.describe(),
-                                        Session.link_as_run(link, platform).as_dict())
-        if differences:
-            more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
-            raise NetreproError(f"this run is not comparable with baseline '{args.against}': {differences[0]}{more}",
-                                f"run it as the baseline was: platform {baseline.get('platform')}, link "
-                                f"{baseline.get('link_name') or 'direct'}, workload {baseline['workload']['name']}")
-    plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), link, workload,
-                   boot_timeout=args.timeout, time=platform.time(time_choice(args)),
-                   check_alive=args.minutes is not None, capture_at=args.capture_at, peer_quickack=args.peer_quickack)
-    run_dir = make_run_dir(args.out, platform.name, profile.name)
-    try:
-        result = plan.execute(run_dir, progress)
-    except NetreproError as exc:
-        raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
-    document = result.as_dict()
-    lines, code = [], 0
-    if baseline is not None:
-        max_drop = MAX_DROP if args.max_drop is None else args.max_drop
-        failures = compare_to_baseline(result, baseline, max_drop)
-        check = {"name": args.against, "path": baseline["path"], "max_drop": max_drop, "matches": not failures,
-                 "failures": failures}
-        (run_dir / "baseline-check.json").write_text(json.dumps(check, indent=2) + "\n")
-        document["baseline_check"] = check
-        if failures:
-            code = ExitCode.FAILED
-            lines = [f"baseline {args.against}: {len(failures)} difference{'s' if len(failures) > 1 else ''} "
-                     f"({baseline['path']}); run folder {run_dir}", *(f"  FAIL {f}" for f in failures)]
-        else:
-            lines = [f"baseline {args.against}: matches (throughput within {max_drop:.0%}, MSS, window and options "
-                     f"the same; {baseline['path']})"]
-    if args.save_baseline:
-        path = save_baseline(result, args.save_baseline, args.baseline_dir, link_name=_link_name(args))
-        document["baseline_saved"] = str(path)
-        lines = [f"baseline {args.save_baseline} saved: {path}"]
-    if args.check_leaks and not (result.leaks and result.leaks.ok):
-        code = code or ExitCode.LEAKS
-        lines.append(f"leak check FAILED: {result.leaks.short() if result.leaks else 'not run'}; run folder {run_dir}")
-    if args.minutes is not None:
-        soak = judge_soak(result)
-        document["soak"] = soak.as_dict()
-        (run_dir / "soak.json").write_text(json.dumps(document["soak"], indent=2) + "\n")
-        lines += soak.lines()
-        code = code or (ExitCode.OK if soak.ok else ExitCode.SOAK_FAILED)
+    request = RunRequest(platform, firmware_configuration(args), link_spec(args, platform),
+                         Workload(args.workload, seconds=seconds, bytes=args.bytes, chunk=args.chunk,
+                                  warmup_s=args.warmup, rate_bps=args.udp_rate),
+                         time=time_choice(args), lwip_tree=args.lwip_tree, out=args.out, boot_timeout=args.timeout,
+                         capture_at=args.capture_at, peer_quickack=args.peer_quickack, soak=args.minutes is not None,
+                         check_leaks=args.check_leaks, against=args.against, max_drop=args.max_drop,
+                         baseline_dir=args.baseline_dir, save_baseline=args.save_baseline, link_name=_link_name(args))
+    outcome = run_one(request, command_progress(args))
     if args.json:
-        print(json.dumps(document, indent=2))
+        print(json.dumps(outcome.document, indent=2))
     else:
-        print(format_result(result))
-    for line in lines:
+        print(format_result(outcome.result))
+    for line in outcome.lines:
         print(line, file=sys.stderr if args.json else sys.stdout)
-    return code
+    return (ExitCode.FAILED if outcome.baseline_failed else ExitCode.LEAKS if outcome.leaks_failed
+            else ExitCode.SOAK_FAILED if outcome.soak_failed else ExitCode.OK)
 
 
 def _link_line(result: RunResult) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
-from harness.rig.workload import TWO_WAY, WORKLOADS
+from harness.rig.workload import ONE_WAY
 from harness.studies.report_check import check_report
 from harness.studies.report_file import find_report
 from harness.studies.report_from_capture import FromCapture, write_report_from_capture
@@ -40,8 +40,7 @@ def add_report_parser(sub: argparse._SubParsersAction) -> None:
                                                       "with --rtt/--rate)")
     new.add_argument("--rtt", metavar="TIME", help="the report's RTT, e.g. 0.4ms (a link of the report's own)")
     new.add_argument("--rate", metavar="RATE", help="the report's link rate, e.g. 100mbit")
-    one_way = [w for w in WORKLOADS if w not in TWO_WAY]
-    new.add_argument("--workload", default="rx", choices=one_way, help="what the board runs (default rx: iperf, "
+    new.add_argument("--workload", default="rx", choices=ONE_WAY, help="what the board runs (default rx: iperf, "
                                                                        "peer -> device)")
     new.add_argument("--figure", action="append", default=[], metavar="CASE=VALUE",
                      help="the report's figure for a case in Mbit/s, e.g. before=40 or after=35-39 (repeatable)")

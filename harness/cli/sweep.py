@@ -15,7 +15,7 @@ from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.rig.session import make_run_dir
-from harness.rig.workload import TWO_WAY, WORKLOADS, Workload
+from harness.rig.workload import ONE_WAY, Workload
 from harness.studies.parallel import RUN_CPUS, RayRunner, ray_session
 from harness.studies.sweep import Axis, Sweep, SweepSpec, check_sweep, format_sweep, run_sweep
 from harness.studies.sweep_plots import plot_sweep
@@ -30,8 +30,6 @@ from harness.studies.tune import (
     parse_budget,
     tune,
 )
-
-ONE_WAY = [w for w in WORKLOADS if w not in TWO_WAY]
 
 
 def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
 """What the link does: Direction (one way) and LinkSpec (both ways, seed, snap length), from presets and overrides.
 
-Their fields come from the table in settings.py, so that a setting is declared once; this module
-adds what is not per setting: the RTT split between the two delays, the C link's spec string,
+Their fields are written out, for static tools to read, and must match the table in settings.py, where
+a setting is declared (tests/test_link_spec_fields.py fails when they drift); this module adds what is not
+per setting: the RTT split between the two delays, the C link's spec string,
 the JSON written into result.json, and reading a preset or an override.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.errors import NetreproError
@@ -33,17 +35,6 @@ _PRESET_KEYS = sorted([_RTT, *WAYS, *_PRESET_NOTES, *_WORDS])
 _WAY_KEYS = sorted(s.name for s in DIRECTION_SETTINGS if s.user)
 
 
-def _fields(settings: Sequence[Setting]) -> list[tuple[str, str, Any]]:
-    """make_dataclass's field list for the settings, with their defaults."""
-    return [(s.field, s.check.type, dataclasses.field(default=s.default)) for s in settings]
-
-
-def _settings_class(name: str, fields: list[tuple[str, str, Any]], methods: type, doc: str) -> Any:
-    """A frozen dataclass with these fields and methods (made, not written, so that the table is its source)."""
-    return dataclasses.make_dataclass(name, fields, bases=(methods,), frozen=True,
-                                      namespace={"__module__": __name__, "__doc__": doc})
-
-
 def _validate(obj: Any, settings: Sequence[Setting]) -> None:
     """Check every setting's value; store the normalised one (e.g. a drop list's text as a tuple)."""
     for s in settings:
@@ -57,12 +48,26 @@ def _from_json(settings: Sequence[Setting], data: Mapping[str, Any]) -> dict[str
 # ------------------------------------------------------------------ one direction
 
 
-class _DirectionMethods:
-    """Direction's behaviour; its fields are the table's direction settings."""
+@dataclass(frozen=True)
+class Direction:
+    """What one direction of the link does to frames (plain units: seconds, bit/s, bytes, fractions); one field
+    per direction setting of the table in settings.py, in its order, with its type and default."""
 
-    rate_bps: int
-    loss: float
-    gemodel: tuple[float, float, float, float] | None
+    delay_s: float = 0.0
+    jitter_s: float = 0.0
+    jitter_dist: str = "uniform"
+    rate_bps: int = 0
+    burst_bytes: int = 0
+    limit_packets: int = 1000
+    limit_bytes: int = 0
+    loss: float = 0.0
+    gemodel: tuple[float, float, float, float] | None = None
+    drop: tuple[str, ...] = ()
+    reorder: bool = False
+    pace_bps: int = 0
+    pace_burst_frames: int = 0
+    overflow: str = "hold"
+    sock_frames: int = 0
 
     def __post_init__(self) -> None:
         _validate(self, DIRECTION_SETTINGS)
@@ -90,15 +95,9 @@ class _DirectionMethods:
         return {**out, "ethernet_overhead_bytes": OVERHEAD}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Any:
+    def from_dict(cls, data: Mapping[str, Any]) -> Direction:
         """A direction from as_dict()'s output (keys it lacks keep their defaults)."""
         return cls(**_from_json(DIRECTION_SETTINGS, data))
-
-
-Direction = _settings_class(
-    "Direction", _fields(DIRECTION_SETTINGS), _DirectionMethods,
-    "What one direction of the link does to frames (plain units: seconds, bit/s, bytes, fractions).",
-)
 
 
 # ------------------------------------------------------------------ both directions
@@ -149,11 +148,33 @@ def _preset_changes(table: Any) -> dict[str, tuple[Any, str]]:
     return changes
 
 
-class _LinkSpecMethods:
-    """LinkSpec's behaviour; its fields are to_device, to_peer and the table's link-wide settings."""
+@dataclass(frozen=True)
+class LinkSpec:
+    """Both directions of the link, the loss models' seed, the capture's snap length (0: whole frames) and the
+    medium (a wire, or one shared channel with its 802.11 timing); after the two directions, one field per
+    link-wide setting of the table in settings.py, in its order, with its type and default."""
 
-    to_device: Any
-    to_peer: Any
+    to_device: Direction = field(default_factory=Direction)
+    to_peer: Direction = field(default_factory=Direction)
+    seed: int = 1
+    snaplen: int = 0
+    medium: str = "wire"
+    phy_rate_bps: int = 65_000_000
+    slot_s: float = 9e-6
+    sifs_s: float = 10e-6
+    aifsn: int = 2
+    cwmin: int = 15
+    preamble_s: float = 36e-6
+    signal_ext_s: float = 6e-6
+    blockack_s: float = 32e-6
+    mpdu_overhead_bytes: int = 28
+    agg_frames: int = 64
+    agg_bytes: int = 65535
+    agg_time_s: float = 5.484e-3
+    fer: float = 0.0
+    retry_limit: int = 7
+    bus_rate_bps: int = 0
+    bus_cost_s: float = 0.0
 
     def __post_init__(self) -> None:
         _validate(self, LINK_SETTINGS)
@@ -171,7 +192,7 @@ class _LinkSpecMethods:
         return self.to_device.delay_s + self.to_peer.delay_s
 
     @classmethod
-    def from_preset(cls, table: Mapping[str, Any]) -> Any:
+    def from_preset(cls, table: Mapping[str, Any]) -> LinkSpec:
         """A spec from a platform description's link preset.
 
         ``{rtt = "5.5ms", rate = "43mbit"}`` applies to both directions (the RTT split evenly);
@@ -181,7 +202,7 @@ class _LinkSpecMethods:
         """
         return cls()._changed(_preset_changes(table))
 
-    def override(self, **changes: Any) -> Any:
+    def override(self, **changes: Any) -> LinkSpec:
         """A new spec with the given values changed (None = unchanged), in tc units.
 
         A setting's name (``rate``, ``loss``, ``jitter``, ``limit``, ``burst``, ``gemodel``, ...)
@@ -192,7 +213,7 @@ class _LinkSpecMethods:
         """
         return self._changed({key: (value, key) for key, value in changes.items() if value is not None})
 
-    def _changed(self, changes: Mapping[str, tuple[Any, str]]) -> Any:
+    def _changed(self, changes: Mapping[str, tuple[Any, str]]) -> LinkSpec:
         """A new spec with changes {override keyword: (value as written, its name for errors)}."""
         both: dict[str, Any] = {}
         ways: dict[str, dict[str, Any]] = {way: {} for way in WAYS}
@@ -220,20 +241,20 @@ class _LinkSpecMethods:
                                 "set phy_rate, or use a wire preset (e.g. wifi-wire)")
         return changed
 
-    def paced_to_device(self, rate_bps: int, burst_frames: int) -> Any:
+    def paced_to_device(self, rate_bps: int, burst_frames: int) -> LinkSpec:
         """The same link, handing frames to the device no faster than its NIC's wire takes them."""
         return dataclasses.replace(
             self, to_device=dataclasses.replace(self.to_device, pace_bps=rate_bps, pace_burst_frames=burst_frames)
         )
 
-    def sent_through_wire(self, rate_bps: int) -> Any:
+    def sent_through_wire(self, rate_bps: int) -> LinkSpec:
         """The same link, carrying what the device sends no faster than its NIC's wire puts it out: the
         lower of the wire's rate and the preset's (0: the preset had none)."""
         own = self.to_peer.rate_bps
         capped = rate_bps if not own or own > rate_bps else own
         return dataclasses.replace(self, to_peer=dataclasses.replace(self.to_peer, rate_bps=capped))
 
-    def overflowing_to_device(self, overflow: str, sock_frames: int = 0) -> Any:
+    def overflowing_to_device(self, overflow: str, sock_frames: int = 0) -> LinkSpec:
         """The same link, with what happens when the device cannot take a frame that is due:
         ``"hold"`` it until it can, or ``"drop"`` it (``device-full``) as a full NIC ring does;
         ``sock_frames`` full-size frames may wait unread in the socket toward it (0: no limit
@@ -252,18 +273,8 @@ class _LinkSpecMethods:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Any:
+    def from_dict(cls, data: Mapping[str, Any]) -> LinkSpec:
         """A spec from as_dict()'s output, e.g. result.json's ``link`` (rtt_s is the delays' sum)."""
         return cls(to_device=Direction.from_dict(data.get("to_device", {})),
                    to_peer=Direction.from_dict(data.get("to_peer", {})), **_from_json(LINK_SETTINGS, data))
 
-
-LinkSpec = _settings_class(
-    "LinkSpec",
-    [("to_device", "Direction", dataclasses.field(default_factory=Direction)),
-     ("to_peer", "Direction", dataclasses.field(default_factory=Direction)),
-     *_fields(LINK_SETTINGS)],
-    _LinkSpecMethods,
-    "Both directions of the link, the loss models' seed, the capture's snap length (0: whole frames) and the "
-    "medium (a wire, or one shared channel with its 802.11 timing).",
-)

@@ -41,8 +41,10 @@ from harness.rig.leaks import LeakCheck, LeakReport
 from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
+from harness.runs.analyse import data_rate
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult, device_busy
 from harness.studies.reproduce import reproduce
-from harness.studies.run import Configuration, RunPlan, RunResult, data_rate, device_busy, execute_trusted
 
 _RUN_DIRS = pytest.StashKey[list[Path]]()
 RUN_FOLDERS_KEPT = "netrepro run folders kept (capture, console log, plots)"
@@ -105,7 +107,7 @@ class Netrepro:
         plan = RunPlan(load_platform(platform), self.firmware(platform, lwip, include, options),
                        self.link(platform, link, **link_overrides), Workload(workload, seconds, bytes, chunk, warmup),
                        time=self.time(platform, time))
-        result = execute_trusted(plan, self._run_dir(plan.platform.name, plan.firmware.profile.name))
+        result = plan.execute(self._run_dir(plan.platform.name, plan.firmware.profile.name))
         self._record(result)
         return result
 

@@ -1,15 +1,6 @@
-"""Workloads: what traffic a run makes between the board and the Linux peer.
-
-rx      peer -> device: iperf2 client in the namespace against the firmware's lwiperf server
-tx      device -> peer: the firmware's iperf client against an iperf2 server in the namespace
-duplex  both at once (iperf2 -d)
-rr      rx then tx (iperf2 -r)
-discard device sends N bytes to the peer's port 9 service, timed from SYN to FIN
-sock-rx peer -> device through a socket benchmark with MicroPython's lwIP socket semantics
-sock-tx device -> peer, the same (tcp_write COPY up to tcp_sndbuf, 50 ms waits on ERR_MEM)
-udp-rx  peer -> device: iperf2 -u client at the offered rate into the firmware's UDP sink (timed by the board)
-udp-tx  device -> peer: the firmware's UDP source (iperf2's datagram format) into `iperf -s -u`
-"""
+"""Workloads: what traffic a run makes between the board and the Linux peer, one WorkloadKind subclass each
+(its docstring says what it runs; KINDS names them: rx, tx, duplex, rr, discard, sock-rx, sock-tx, udp-rx,
+udp-tx), and the peer's programs their legs run."""
 
 from __future__ import annotations
 
@@ -21,22 +12,18 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
-from harness.analysis.frames import Connection
 from harness.core.errors import NetreproError
 from harness.core.process import stop
 from harness.rig.devicetime import LAG_ALLOWANCE, DeviceTime
 from harness.rig.peer_services import PeerService
 from harness.rig.session import Session
+from harness.rig.transfer import Transfer, parse_iperf_csv
 
-WORKLOADS = ("rx", "tx", "duplex", "rr", "discard", "sock-rx", "sock-tx", "udp-rx", "udp-tx")
-DEVICE_SENDS = ("tx", "discard", "sock-tx", "udp-tx")  # workloads whose data flows device -> peer
-UDP_WORKLOADS = ("udp-rx", "udp-tx")           # datagrams, no connection: counted, not acknowledged
-TWO_WAY = ("duplex", "rr")                    # workloads measuring both directions: results per direction
 IPERF_PORT = 5001
 SOCK_PORT = 5002
 _SOCK_MEASURE = ("dir", "bytes", "ms", "kbps")  # the SOCK line's measurement; its other fields are counts
@@ -56,6 +43,8 @@ DEFAULT_CHUNK = 1460  # a workload's write/read size unless the case or report g
 
 @dataclass(frozen=True)
 class Workload:
+    """One workload as a run gives it: its kind by name (KINDS) and how much of it."""
+
     name: str
     seconds: float = 10.0
     bytes: int | None = None        # byte-count variant; discard defaults to the Ethernut report's 8 MiB
@@ -64,110 +53,160 @@ class Workload:
     rate_bps: int | None = None     # udp-*: the offered rate in board bit/s (None: UDP_OFFERED_BPS)
 
     def __post_init__(self) -> None:
-        if self.name not in WORKLOADS:
-            raise NetreproError(f"unknown workload '{self.name}'", f"use one of: {', '.join(WORKLOADS)}")
+        kind = workload_kind(self.name)
         if self.seconds <= 0 or (self.bytes is not None and self.bytes <= 0) or self.chunk <= 0:
             raise NetreproError("workload seconds, bytes and chunk must be positive", "fix the numbers")
-        if self.name in UDP_WORKLOADS and self.bytes is not None:
+        if kind.udp and self.bytes is not None:
             raise NetreproError(f"{self.name} runs for a time, not a byte count", "give seconds instead of bytes")
         if self.rate_bps is not None and self.rate_bps <= 0:
             raise NetreproError("the UDP rate must be positive", "give a rate such as 43mbit, or none")
 
+    @property
+    def kind(self) -> WorkloadKind:
+        return KINDS[self.name]
+
     def describe(self) -> dict[str, object]:
         described: dict[str, object] = {"name": self.name, "seconds": self.seconds, "bytes": self.bytes,
                                         "chunk": self.chunk, "warmup_s": self.warmup_s}
-        if self.name in UDP_WORKLOADS:
+        if self.kind.udp:
             described["rate_bps"] = self.rate_bps
         return described
 
-
-@dataclass
-class Transfer:
-    """One direction's measured transfer."""
-
-    direction: str                  # "rx" (peer -> device) or "tx" (device -> peer)
-    bytes: int
-    seconds: float
-    per_second_mbps: list[float] = field(default_factory=list)
-    source: str = ""                # which side measured it
-    datagrams: dict[str, int] = field(default_factory=dict)  # udp-*: sent, received, lost, out_of_order
-    board_counts: dict[str, int] = field(default_factory=dict)  # the board's own counts of it (its SOCK line:
-                                                                # err_mem_waits, sndbuf_waits)
-    ports: tuple[int, int] | None = None  # a TCP transfer iperf timed: (sender's port, receiver's port)
-    timed_by: str = ""              # device time: how its seconds became the board's ("" when the board timed it)
-
-    @property
-    def mbps(self) -> float:
-        return self.bytes * 8 / self.seconds / 1e6 if self.seconds > 0 else 0.0
-
-    def in_board_time(self, time: DeviceTime) -> Transfer:
-        """A transfer the peer timed against the wall clock, in the board's time (bytes stay as they are)."""
-        if time.dilation == 1.0:
-            return self
-        return replace(self, seconds=self.seconds / time.dilation,
-                       per_second_mbps=[time.board_mbps(x) for x in self.per_second_mbps],
-                       timed_by="the D the board kept, from clock samples")
-
-    def retimed(self, connections: Sequence[Connection], device_ip: str) -> Transfer:
-        """A transfer the peer timed, its seconds taken from the capture (link time, the board's): how
-        long its connection's data took there. Clock samples give the D kept only to a few percent over
-        a short leg (sampled 4 times a wall second, the legs of iperf -r placed by their lengths); the
-        capture stamps every frame in the board's time. Unchanged without a matching connection."""
-        if self.ports is None or not self.timed_by:
-            return self
-        device_sends = self.direction == "tx"
-        for conn in connections:
-            sender, receiver = (conn.a, conn.b) if conn.a.port == self.ports[0] else (conn.b, conn.a)
-            if (sender.port, receiver.port) != self.ports or (sender.ip == device_ip) != device_sends:
-                continue
-            seconds = conn.data_seconds(sender)
-            if not seconds or not 0.5 <= seconds / self.seconds <= 2.0:
-                return self  # not the transfer iperf counted (a capture cut short): keep the estimate
-            scale = self.seconds / seconds
-            return replace(self, seconds=seconds, per_second_mbps=[x * scale for x in self.per_second_mbps],
-                           timed_by="its connection's data in the capture (the board's time)")
-        return self
+    def amount(self) -> str:
+        """How much of it a run asks for, in the user's words."""
+        return f"{self.bytes} bytes" if self.bytes else f"{self.seconds:g} s"
 
 
-# Workloads whose peer runs iperf2's client against the board's iperf server, with the client's flags.
-_PEER_CLIENT_FLAGS = {"rx": [], "duplex": ["-d"], "rr": ["-r"]}
+class WorkloadKind:
+    """What one workload is: which way its data goes, and its legs (`run`: how the peer's side starts, how
+    the board's side runs, and how its figure is read). One subclass per workload; KINDS names them."""
+
+    name: ClassVar[str]
+    device_sends: ClassVar[bool] = False  # its data flows device -> peer
+    two_way: ClassVar[bool] = False       # it measures both directions: results per direction
+    udp: ClassVar[bool] = False           # datagrams, no connection: counted, not acknowledged; runs for a time
+    chunked: ClassVar[bool] = False       # the board writes or reads in chunks of Workload.chunk
+    peer_client: ClassVar[tuple[str, ...] | None] = None  # the peer's iperf client against the board's iperf
+                                                           # server, with these flags (None: no such client)
+    legs: ClassVar[int] = 1               # the peer client's legs one after the other (iperf -r: two)
+    board_may_end: ClassVar[bool] = False  # timed, its peer client may be ended by the board's clock (one-way rx)
+
+    def run(self, rig: Session, workload: Workload, prefix: str) -> list[Transfer]:
+        """Run it on a started rig (its logs named PREFIX...); one Transfer per direction measured."""
+        assert self.peer_client is not None, f"{self.name} has no legs of its own"
+        return _peer_client(rig, workload, list(self.peer_client), f"{prefix}peer-iperf-client.csv")
+
+    def amount(self, workload: Workload) -> str:
+        return workload.amount()
+
+
+class Rx(WorkloadKind):
+    """peer -> device: iperf2 client in the namespace against the firmware's lwiperf server"""
+
+    name, peer_client, board_may_end = "rx", (), True
+
+
+class Duplex(WorkloadKind):
+    """both at once (iperf2 -d)"""
+
+    name, two_way, peer_client = "duplex", True, ("-d",)
+
+
+class Rr(WorkloadKind):
+    """rx then tx (iperf2 -r)"""
+
+    name, two_way, peer_client, legs = "rr", True, ("-r",), 2
+
+
+class Tx(WorkloadKind):
+    """device -> peer: the firmware's iperf client against an iperf2 server in the namespace"""
+
+    name, device_sends = "tx", True
+
+    def run(self, rig: Session, workload: Workload, prefix: str) -> list[Transfer]:
+        return [_device_client(rig, workload, f"{prefix}peer-iperf-server.csv")]
+
+
+class Discard(WorkloadKind):
+    """device sends N bytes to the peer's port 9 service, timed from SYN to FIN"""
+
+    name, device_sends, chunked = "discard", True, True
+
+    def run(self, rig: Session, workload: Workload, prefix: str) -> list[Transfer]:
+        return [_discard(rig, workload, f"{prefix}peer-discard.json")]
+
+    def amount(self, workload: Workload) -> str:
+        return f"{workload.bytes or DISCARD_BYTES} bytes in chunks of {workload.chunk}"
+
+
+class SockRx(WorkloadKind):
+    """peer -> device through a socket benchmark with MicroPython's lwIP socket semantics"""
+
+    name, chunked = "sock-rx", True
+
+    def run(self, rig: Session, workload: Workload, prefix: str) -> list[Transfer]:
+        return [_socket_benchmark(rig, workload, "tx" if self.device_sends else "rx",
+                                  f"{prefix}peer-{self.name}.json")]
+
+
+class SockTx(SockRx):
+    """device -> peer, the same (tcp_write COPY up to tcp_sndbuf, 50 ms waits on ERR_MEM)"""
+
+    name, device_sends = "sock-tx", True
+
+
+class UdpRx(WorkloadKind):
+    """peer -> device: iperf2 -u client at the offered rate into the firmware's UDP sink (timed by the board)"""
+
+    name, udp = "udp-rx", True
+
+    def run(self, rig: Session, workload: Workload, prefix: str) -> list[Transfer]:
+        return [_udp_to_device(rig, workload, f"{prefix}peer-iperf-udp-client.csv")]
+
+
+class UdpTx(WorkloadKind):
+    """device -> peer: the firmware's UDP source (iperf2's datagram format) into `iperf -s -u`"""
+
+    name, udp, device_sends = "udp-tx", True, True
+
+    def run(self, rig: Session, workload: Workload, prefix: str) -> list[Transfer]:
+        return [_udp_from_device(rig, workload, f"{prefix}peer-iperf-udp-server.csv")]
+
+
+# every workload by its name, in the order the command line lists them
+KINDS: dict[str, WorkloadKind] = {k.name: k for k in (Rx(), Tx(), Duplex(), Rr(), Discard(), SockRx(), SockTx(),
+                                                      UdpRx(), UdpTx())}
+WORKLOADS = tuple(KINDS)
+ONE_WAY = tuple(name for name, kind in KINDS.items() if not kind.two_way)  # what compare, sweep, report new take
+
+
+def workload_kind(name: str) -> WorkloadKind:
+    """The workload of that name; an unknown one is a one-line error naming them all."""
+    if name not in KINDS:
+        raise NetreproError(f"unknown workload '{name}'", f"use one of: {', '.join(WORKLOADS)}")
+    return KINDS[name]
 
 
 def run_workload(rig: Session, workload: Workload) -> list[Transfer]:
     """Run the workload on a started rig; one Transfer per direction measured."""
     warm = _warmup(workload)
     if warm is not None:
-        _dispatch(rig, warm, tag="warmup")
-    return _dispatch(rig, workload, tag="")
+        warm.kind.run(rig, warm, "warmup-")
+    return workload.kind.run(rig, workload, "")
 
 
 def start_board_services(rig: Session, workload: Workload) -> None:
     """Start the board's servers the workload's legs will use (its iperf server), ahead of them: a server
     listens from then on, so what it holds belongs to the board before the workload (the leak check's
     baseline), not to the connections the workload makes. Starting one again is harmless."""
-    if any(leg.name in _PEER_CLIENT_FLAGS for leg in (_warmup(workload), workload) if leg is not None):
+    if any(leg.kind.peer_client is not None for leg in (_warmup(workload), workload) if leg is not None):
         rig.console.command("iperf server")
 
 
 def _warmup(workload: Workload) -> Workload | None:
     if workload.warmup_s <= 0:
         return None
-    return Workload("tx" if workload.name in DEVICE_SENDS else "rx", seconds=workload.warmup_s)
-
-
-def _dispatch(rig: Session, workload: Workload, tag: str) -> list[Transfer]:
-    name = f"{tag}-" if tag else ""
-    if workload.name == "tx":
-        return [_device_client(rig, workload, f"{name}peer-iperf-server.csv")]
-    if workload.name == "discard":
-        return [_discard(rig, workload, f"{name}peer-discard.json")]
-    if workload.name == "udp-rx":
-        return [_udp_to_device(rig, workload, f"{name}peer-iperf-udp-client.csv")]
-    if workload.name == "udp-tx":
-        return [_udp_from_device(rig, workload, f"{name}peer-iperf-udp-server.csv")]
-    if workload.name.startswith("sock-"):
-        return [_socket_benchmark(rig, workload, f"{name}peer-{workload.name}.json")]
-    return _peer_client(rig, workload, _PEER_CLIENT_FLAGS[workload.name], f"{name}peer-iperf-client.csv")
+    return Workload("tx" if workload.kind.device_sends else "rx", seconds=workload.warmup_s)
 
 
 def _peer_amount(workload: Workload, time: DeviceTime, allowance: float = 1.0) -> list[str]:
@@ -182,7 +221,7 @@ def _ends_on_board_clock(rig: Session, workload: Workload) -> bool:
     """Whether the peer's iperf is stopped by the board's clock: a timed one-way rx whose board sends its clock.
     iperf times itself on the wall clock, so a board that falls behind its planned D would otherwise get
     fewer seconds of its own time than asked (rr's two legs and duplex's return leg are iperf's own affair)."""
-    return workload.name == "rx" and not workload.bytes and rig.platform.sends_clock(rig.time)
+    return workload.kind.board_may_end and not workload.bytes and rig.platform.sends_clock(rig.time)
 
 
 def _budget(rig: Session, workload: Workload, legs: int = 1, allowance: float | None = None) -> float:
@@ -210,7 +249,7 @@ def _peer_client(rig: Session, workload: Workload, flags: list[str], log_name: s
     on_board_clock = _ends_on_board_clock(rig, workload)
     amount = _peer_amount(workload, rig.time, _BOARD_ENDED_ALLOWANCE if on_board_clock else 1.0)
     argv = ["iperf", "-c", rig.addresses.device, "-p", str(IPERF_PORT), *amount, "-y", "C", *flags]
-    legs = 2 if workload.name == "rr" else 1
+    legs = workload.kind.legs
     budget = _budget(rig, workload, legs, _BOARD_ENDED_ALLOWANCE if on_board_clock else None)
     start = time.monotonic()
     out, err, returncode, samples = _run_sampling_clock(rig, argv, budget, workload.seconds if on_board_clock else None)
@@ -358,9 +397,8 @@ def _discard(rig: Session, workload: Workload, out_name: str) -> Transfer:
     return Transfer("tx", total, event.number("ms") / 1000.0, per_second, source="device SYN..FIN")
 
 
-def _socket_benchmark(rig: Session, workload: Workload, out_name: str) -> Transfer:
-    """The device's socket benchmark against the peer's sink (sock-tx) or source (sock-rx)."""
-    direction = workload.name.removeprefix("sock-")
+def _socket_benchmark(rig: Session, workload: Workload, direction: str, out_name: str) -> Transfer:
+    """The device's socket benchmark against the peer's sink (direction tx) or source (rx)."""
     out = rig.run_dir / out_name
     service = PeerService("sink" if direction == "tx" else "source", str(out), SOCK_PORT, _budget(rig, workload),
                           seconds=None if workload.bytes else rig.time.wall_s(workload.seconds) * _lag_allowance(rig),
@@ -485,34 +523,3 @@ def _until(done: Callable[[], bool], timeout: float, every: float = 0.25) -> boo
             return False
         time.sleep(every)
     return True
-
-
-def parse_iperf_csv(text: str, device_ip: str) -> list[Transfer]:
-    """iperf2 `-y C` lines -> one Transfer per connection (per-second figures and the total).
-
-    iperf2 writes each line as sender address, port, receiver address, port (the server's port
-    last), on the client and the server alike: a line whose sender is the board is tx, else rx.
-    Per connection, iperf prints its interval lines and then the whole-test line (0.0-end) last.
-    A UDP server's lines go on with jitter (ms), lost and total datagrams, lost %, out of order; its
-    whole-test line's counts become the transfer's datagrams (a UDP client writes -1 for them).
-    """
-    rows: dict[tuple[str, str], list[tuple[float, float, int, int]]] = {}
-    udp: dict[tuple[str, str], dict[str, int]] = {}
-    ports: dict[tuple[str, str], tuple[int, int]] = {}
-    for line in text.splitlines():
-        cols = line.strip().split(",")
-        if len(cols) < 9 or not cols[0].isdigit() or "-" not in cols[6]:
-            continue
-        direction = "tx" if cols[1] == device_ip else "rx"
-        start, end = (float(x) for x in cols[6].split("-"))
-        rows.setdefault((direction, cols[5]), []).append((start, end, int(cols[7]), int(cols[8])))
-        ports[(direction, cols[5])] = (int(cols[2]), int(cols[4]))
-        if len(cols) >= 14 and int(cols[11]) >= 0:
-            udp[(direction, cols[5])] = {"lost": int(cols[10]), "total": int(cols[11]), "out_of_order": int(cols[13])}
-    transfers = []
-    for key, lines in rows.items():
-        start, end, nbytes, _bps = lines[-1]
-        intervals = [bps / 1e6 for _s, _e, _b, bps in lines[:-1]]
-        transfers.append(Transfer(key[0], nbytes, end - start, intervals, source="peer iperf2",
-                                  datagrams=udp.get(key, {}), ports=None if key in udp else ports[key]))
-    return sorted(transfers, key=lambda t: t.direction)

@@ -44,7 +44,8 @@ from harness.rig.platform import Platform
 from harness.rig.profile import Profile, known_options, lwip_identifiers, resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import Workload
-from harness.studies.run import RunPlan, RunResult
+from harness.runs.plan import RunPlan
+from harness.runs.result import RunResult
 
 GIT_TIMEOUT_S = 300
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")

@@ -28,7 +28,7 @@ from harness.rig.devicetime import TimeChoice, calibration_path, icount_shift
 from harness.rig.platform import Platform
 from harness.rig.session import Session
 from harness.rig.workload import Workload
-from harness.studies.run import Configuration, RunPlan
+from harness.runs.plan import Configuration, RunPlan
 
 SPIN_TARGET_S = 1.0  # the free-running loop is sized to take about this long
 

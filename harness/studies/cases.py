@@ -8,7 +8,9 @@ from typing import Any
 
 from harness.analysis import AnalysisSummary, load_capture
 from harness.core.errors import NetreproError
-from harness.studies.run import RunResult, data_rate, device_busy, figures_at_risk, threads_text
+from harness.runs.analyse import data_rate
+from harness.runs.disturbed import figures_at_risk
+from harness.runs.result import RunResult, device_busy, threads_text
 
 
 @dataclass

@@ -35,7 +35,10 @@ from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform
 from harness.rig.profile import Profile
 from harness.rig.session import make_run_dir
-from harness.rig.workload import TWO_WAY, Workload
+from harness.rig.workload import Workload
+from harness.runs.analyse import Analyser, Repeats, data_rate_bps
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult
 from harness.studies.cases import (
     CaseResult,
     format_number,
@@ -45,7 +48,6 @@ from harness.studies.cases import (
     thread_notes,
     time_line,
 )
-from harness.studies.run import Analyser, Configuration, Repeats, RunPlan, RunResult, data_rate_bps
 
 _WINDOW_LIMIT_UNSCALED = 0xFFFF
 _HEADERS = 14 + 20 + 20                 # Ethernet + IPv4 + TCP, what a pool pbuf holds besides payload
@@ -224,7 +226,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
     if len(configurations) != 2:
         raise NetreproError(f"compare needs two configurations, got {len(configurations)}",
                             "give --lwip twice: --lwip A --lwip B")
-    if workload.name in TWO_WAY:
+    if workload.kind.two_way:
         raise NetreproError(f"workload {workload.name} measures two directions at once",
                             "compare one direction: rx, tx, discard, sock-rx or sock-tx")
     if repeats < 1:
@@ -245,8 +247,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
                 run_dir.mkdir()
                 progress.step(f"{role} {labels[k]}: run {i + 1} of {repeats}")
                 try:
-                    found[k].pending.append(analyser.submit(plans[k].measure(run_dir),
-                                                            plans[k].analysis_may_overlap()))
+                    found[k].pending.append(plans[k].start(run_dir, analyser, progress))
                 except NetreproError as exc:
                     found[k].error = found[k].error or str(exc)  # the first failure explains
                 found[k].run_dirs.append(str(run_dir))

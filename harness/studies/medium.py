@@ -32,7 +32,7 @@ from harness.link.saturate import FRAME, UDP_PAYLOAD, udp_saturation
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.workload import Workload
-from harness.studies.run import Configuration, RunPlan
+from harness.runs.plan import Configuration, RunPlan
 from harness.studies.toml_edit import entry_toml, plain_number, record_entry, record_value
 
 TOLERANCE = 0.002   # a calibration stops within this share of the target

@@ -40,7 +40,7 @@ from harness.rig.build import lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
-from harness.studies.run import Configuration, RunPlan, execute_trusted
+from harness.runs.plan import Configuration, RunPlan
 
 RUN_CPUS = 1                 # what one emulation needs: QEMU's one TCG thread; link and peer mostly wait
 ATTEMPTS = 2                 # a run is tried at most twice
@@ -97,7 +97,7 @@ def execute_task(task: RunTask) -> dict[str, Any]:
         tree = lwip_tree(task.lwip_tree)
         plan = RunPlan(platform, task.configuration.build(platform, tree), task.link, task.workload,
                        boot_timeout=task.boot_timeout, time=platform.time(task.time))
-        result = execute_trusted(plan, run_dir).as_dict()
+        result = plan.execute(run_dir).as_dict()
     except NetreproError as exc:
         error, result = str(exc), _saved_result(run_dir)
     out = {"result": result, "error": error, "host": socket.gethostname(), "node": _ray_node(), "tarball": None}

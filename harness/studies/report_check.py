@@ -27,7 +27,7 @@ from harness.core.errors import NetreproError
 from harness.link import LinkSpec
 from harness.rig.platform import Platform, load_platform
 from harness.rig.profile import resolve_profile
-from harness.rig.workload import TWO_WAY
+from harness.rig.workload import KINDS
 from harness.studies.report_schema import (
     CPU_PROVENANCE,
     PROVENANCE,
@@ -407,7 +407,8 @@ def _profile_problems(found: Found, at: tuple[Any, ...], case: dict[str, Any], p
 
 
 def _direction_problems(found: Found, at: tuple[Any, ...], case: dict[str, Any]) -> None:
-    two_way, direction = case["workload"] in TWO_WAY, case.get("direction")
+    kind, direction = KINDS.get(case["workload"]), case.get("direction")  # an unknown one: the schema says so
+    two_way = kind is not None and kind.two_way
     if two_way and direction is None:
         found.add((*at, "workload"), f"case '{case['case']}' runs {case['workload']} (both directions) but does not "
                                      "say which one it is",

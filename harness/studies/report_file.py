@@ -18,6 +18,7 @@ from typing import Any
 from harness.core.errors import NetreproError
 from harness.rig.devicetime import CpuModel
 from harness.rig.platform import PROJECT_ROOT, Platform, load_platform
+from harness.runs.plan import Configuration
 from harness.studies.report_check import (
     case_firmware,
     check_report,
@@ -25,7 +26,6 @@ from harness.studies.report_check import (
     report_mips,
     resolve_path,
 )
-from harness.studies.run import Configuration
 
 REPORTS_DIR = PROJECT_ROOT / "reports"
 FILE_KEY = "file"  # the loaded report's own path, added on load (a report file does not write it)

@@ -15,12 +15,11 @@ from typing import Any
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec, parse_rate, parse_time
 from harness.rig.platform import Platform, load_platform
-from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, WORKLOADS
+from harness.rig.workload import DEFAULT_CHUNK, ONE_WAY, workload_kind
 from harness.studies.report_check import check_report, errors_of
 from harness.studies.report_writer import Draft, Entry, Table, input_table, relative_to, write_new_file
 
 CASES = ("before", "after")
-CHUNKED = ("discard", "sock-rx", "sock-tx")
 OWN_LINK = "report"   # the link preset a report written with --rtt or --rate defines
 DEFAULT_BAND = 0.15
 
@@ -73,10 +72,9 @@ def _check(spec: NewReport, platform: Platform) -> None:
     for which, path in (("--before", spec.before), ("--after", spec.after)):
         if not path.is_file():
             raise NetreproError(f"{which} {path} does not exist", "give the path of that version's lwipopts.h")
-    if spec.workload not in WORKLOADS or spec.workload in TWO_WAY:
-        one_way = [w for w in WORKLOADS if w not in TWO_WAY]
+    if spec.workload not in ONE_WAY:
         raise NetreproError(f"--workload {spec.workload} is not a one-way workload",
-                            f"use one of: {', '.join(one_way)}")
+                            f"use one of: {', '.join(ONE_WAY)}")
     for case, figure in spec.figures.items():
         if case not in CASES:
             raise NetreproError(f"--figure names case '{case}'", f"the cases are {' and '.join(CASES)}, e.g. "
@@ -124,7 +122,7 @@ def draft_new(spec: NewReport, platform: Platform) -> Draft:
            Entry("seconds", spec.seconds, "of the board's time a run (netrepro's choice)"),
            Entry("repeats", 3, "runs a case (netrepro's choice)"),
            Entry("band", DEFAULT_BAND, "how far a median may be from a report figure and agree (netrepro's choice)")]
-    if spec.workload in CHUNKED:
+    if workload_kind(spec.workload).chunked:
         top.append(Entry("chunk", DEFAULT_CHUNK, "assumed: see the inputs"))
     top += [Entry(key, list(values), "relative to this file") for key, values in
             (("include", spec.include), ("sources", spec.sources)) if values]
@@ -132,7 +130,7 @@ def draft_new(spec: NewReport, platform: Platform) -> Draft:
         top.append(Entry("stub_headers", list(spec.stub_headers), "stood in by empty headers"))
     tables = [_own_link(spec, platform, base)] if link == OWN_LINK else []
     tables += _cpu_tables(spec, platform) + _link_inputs(spec, platform, base, link)
-    if spec.workload in CHUNKED:
+    if workload_kind(spec.workload).chunked:
         tables.append(input_table("socket write/read size", DEFAULT_CHUNK, "assumed", "B", "report: chunk",
                                   why="the report gives no write size: one MSS", range=[512, 4096]))
     tables += [_case(spec, case, path, link, folder) for case, path in zip(CASES, (spec.before, spec.after),

@@ -52,7 +52,10 @@ from harness.rig.build import lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.session import make_run_dir
-from harness.rig.workload import DEFAULT_CHUNK, TWO_WAY, Workload
+from harness.rig.workload import DEFAULT_CHUNK, Workload, workload_kind
+from harness.runs.analyse import Analyser, Repeats
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult
 from harness.studies.cases import (
     CaseResult,
     format_number,
@@ -77,7 +80,6 @@ from harness.studies.claims import (
 )
 from harness.studies.report_file import FILE_KEY, case_configuration, load_report, report_inputs, report_platform
 from harness.studies.report_page import write_report_page
-from harness.studies.run import Analyser, Configuration, Repeats, RunPlan, RunResult, start_trusted
 
 
 def report_band(report: dict[str, Any]) -> float:
@@ -285,7 +287,7 @@ def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan
                         medium=plan.link.medium, report_value=spec.get("report_value"), claim=spec.get("claim", {}))
     key = setup.key()
     if key not in shared:
-        shared[key] = repeat_runs(lambda run_dir: start_trusted(plan, run_dir, analyser, progress), spec["case"],
+        shared[key] = repeat_runs(lambda run_dir: plan.start(run_dir, analyser, progress), spec["case"],
                                   root, repeats, progress)
     return result, key
 
@@ -298,7 +300,7 @@ def _start_d_check(case: str, plan: RunPlan, root: Path, progress: Progress, ana
     progress.step(f"{case}: D check, one run at D = {slower.time.dilation:g} (twice {plan.time.dilation:g})")
     found = Repeats([], [str(run_dir)])
     try:
-        found.pending.append(start_trusted(slower, run_dir, analyser, progress))
+        found.pending.append(slower.start(run_dir, analyser, progress))
     except NetreproError as exc:
         found.error = str(exc)
     return found
@@ -355,7 +357,7 @@ def repeat_runs(execute: Callable[[Path], RunResult | Future[RunResult]], case: 
 
 
 def case_direction(spec: dict[str, Any]) -> str | None:
-    two_way = spec["workload"] in TWO_WAY
+    two_way = workload_kind(spec["workload"]).two_way
     direction = spec.get("direction")
     if two_way and direction not in ("rx", "tx"):
         raise NetreproError(f"case '{spec['case']}' runs {spec['workload']} (both directions) but does not say "

@@ -4,7 +4,7 @@ A report's [[inputs]] say which values netrepro assumed, their plausible `range 
 where netrepro uses them (`sets = "FILE: KEY"`). For each assumed input, every case of the
 reproduction that depends on it runs again with that input at the low end of its range, then at the
 high end, every other input at its value, through the steps reproduce takes for a case (its board,
-firmware, link preset and workload; RunPlan and start_trusted, each run analysed beside the next;
+firmware, link preset and workload; RunPlan.start, each run analysed beside the next;
 repeat_runs; summarise_runs), and its median is set beside the reproduction's (the baseline):
 
     platforms/P.toml: links.L.rate / .rtt  the cases on board P over link preset L: that preset's rate or RTT
@@ -48,12 +48,14 @@ from harness.core.progress import Progress
 from harness.link import parse_rate, parse_time
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
-from harness.rig.workload import DEFAULT_CHUNK
+from harness.rig.workload import DEFAULT_CHUNK, workload_kind
+from harness.runs.analyse import Analyser, Repeats
+from harness.runs.plan import RunPlan
+from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult, summarise_runs
 from harness.studies.claims import DEFAULT_BAND, percent
 from harness.studies.report_file import load_report, report_inputs, report_platform
 from harness.studies.reproduce import Setup, case_direction, case_setup, repeat_runs
-from harness.studies.run import Analyser, Repeats, RunPlan, RunResult, start_trusted
 from harness.studies.sensitivity_air import (
     AIR_KEYS,
     AIR_UNITS,
@@ -64,7 +66,6 @@ from harness.studies.sensitivity_air import (
     check_air_preset,
 )
 
-CHUNK_WORKLOADS = ("discard", "sock-rx", "sock-tx")   # the workloads that write or read in chunks
 NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
 LINK_KEYS = ("rate", "rtt")
 ENDS = ("low", "high")
@@ -105,7 +106,7 @@ Execute = Callable[[Setup, Path], RunResult | Future[RunResult]]  # one run of a
 
 
 class RealRun:
-    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan and start_trusted,
+    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan.start,
     as reproduce runs a case."""
 
     def __init__(self, lwip_tree_path: str | None, progress: Progress, analyser: Analyser) -> None:
@@ -113,7 +114,7 @@ class RealRun:
         self.plans: dict[tuple[str, ...], RunPlan] = {}
 
     def __call__(self, setup: Setup, run_dir: Path) -> Future[RunResult]:
-        return start_trusted(self.plan(setup), run_dir, self.analyser)
+        return self.plan(setup).start(run_dir, self.analyser)
 
     def plan(self, setup: Setup) -> RunPlan:
         if setup.key() not in self.plans:
@@ -234,7 +235,7 @@ def apply(setup: Setup, target: Target, value: str | int | float) -> Setup:
 def depends(target: Target, report: dict[str, Any], spec: dict[str, Any]) -> bool:
     """Whether the case runs with the input: on the input's board (and link preset), or with the report's chunk."""
     if target.kind == "chunk":
-        return spec["workload"] in CHUNK_WORKLOADS and "chunk" not in spec
+        return workload_kind(spec["workload"]).chunked and "chunk" not in spec
     board = Path(str(spec.get("platform", report["platform"]))).stem
     return target.owner in (board, REPORT_OWNER) and (target.kind not in ("link", "air") or spec["link"] == target.link)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.link import read_pcap
-from harness.studies.run import RunResult
+from harness.runs.result import RunResult
 
 LWIPERF_HEADER = 24  # lwiperf_settings_t: what lwiperf counts of its first segment
 _IPERF_LINE = re.compile(r"IPERF role=(\w+) [^\r\n]*?bytes=(\d+)")

@@ -35,9 +35,9 @@ from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import Platform, load_platform
-from harness.rig.workload import TWO_WAY, Workload
+from harness.rig.workload import Workload
+from harness.runs.plan import Configuration
 from harness.studies.parallel import RunTask, TaskOutcome
-from harness.studies.run import Configuration
 
 SWEEP_FILE = "sweep.json"
 # The capture's figures a point keeps (the whole analysis stays in the point's result.json).
@@ -105,7 +105,7 @@ class SweepSpec:
         names = [a.name for a in self.axes]
         if len(set(names)) < len(names):
             raise NetreproError(f"option {_first_repeat(names)} is swept twice", "give each option one --set")
-        if self.workload.name in TWO_WAY:
+        if self.workload.kind.two_way:
             raise NetreproError(f"workload {self.workload.name} measures two directions at once",
                                 "sweep one direction: rx, tx, discard, sock-rx or sock-tx")
 

@@ -37,9 +37,9 @@ from harness.link import LinkSpec, parse_size
 from harness.rig.build import build_firmware, lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform, load_platform
-from harness.rig.workload import TWO_WAY, Workload
+from harness.rig.workload import Workload
+from harness.runs.plan import Configuration
 from harness.studies.parallel import RunTask, TaskOutcome
-from harness.studies.run import Configuration
 from harness.studies.sweep_plots import plot_frontier
 
 
@@ -115,7 +115,7 @@ class Tuning:
             raise NetreproError(f"bad --trials {self.trials}", "give 1 or more")
         if self.budget <= 0:
             raise NetreproError(f"bad RAM budget {self.budget} B", "give a positive size, e.g. 26.7KB")
-        if self.workload.name in TWO_WAY:
+        if self.workload.kind.two_way:
             raise NetreproError(f"workload {self.workload.name} measures two directions at once",
                                 "tune for one direction: rx, tx, discard, sock-rx or sock-tx")
         platform = load_platform(self.platform)

@@ -1,0 +1,1 @@
+"""runs: one run planned, executed, judged and analysed; the layer every study and command runs through."""

@@ -1,0 +1,152 @@
+"""One policy for a run the host disturbed (harness.runs.disturbed): every command's path repeats it at twice D,
+and the result that stands records the policy, the tries and why each was repeated."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import harness.runs.analyse as analyse_module
+import harness.runs.plan as plan_module
+import harness.studies.bisect as bisect_module
+import harness.studies.compare as compare_module
+import harness.studies.one_run as one_run_module
+from harness.cli.main import main
+from harness.core.progress import Progress
+from harness.link import LinkSpec
+from harness.rig.devicetime import DeviceTime, TimeChoice
+from harness.rig.platform import load_platform
+from harness.rig.workload import Workload
+from harness.runs.analyse import Analyser, MeasuredRun
+from harness.runs.disturbed import DisturbedPolicy, measure_trusted
+from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult
+from harness.studies.bisect import Bisection, Criterion
+from harness.studies.compare import compare
+
+LAGGED = "the host fell behind the board by 41 ms"
+FIRMWARE = SimpleNamespace(profile=SimpleNamespace(name="p"), lwip_version="2.1.3", stand_ins=(), warnings=(),
+                           apps=(), lwip_ram=None, key="k", rebuilt=False)
+
+
+def _fake_measure(disturbed_tries: int):
+    """RunPlan.measure's stand-in: the host disturbs the first `disturbed_tries` runs of each folder."""
+
+    def measure(plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
+        tries = run_dir.name.count("-slower")
+        run_dir.mkdir(exist_ok=True)
+        result = RunResult(platform=plan.platform.name, profile=plan.firmware.profile.name, lwip_version="2.1.3",
+                           link=plan.link.as_dict(), workload=plan.workload.describe(), run_dir=str(run_dir),
+                           capture="", console_log="", device="10.0.0.2", status="passed")
+        result.throughput_mbps = 20.0 + tries
+        lagged = tries < disturbed_tries
+        result.time = DeviceTime("device", dilation=plan.time.dilation, host_lagged=lagged,
+                                 max_lag_ms=41.0 if lagged else 0.0).as_dict()
+        result.save()
+        return MeasuredRun(result, [], Progress(quiet=True))
+
+    return measure
+
+
+@pytest.fixture
+def disturbed(monkeypatch):
+    """Every run's first try is disturbed, its repeat is not; no capture to analyse."""
+    monkeypatch.setattr(plan_module.RunPlan, "measure", _fake_measure(1))
+    monkeypatch.setattr(analyse_module, "analyse_run", lambda result: SimpleNamespace(connections=[]))
+
+
+def _device_time() -> DeviceTime:
+    return DeviceTime("device", dilation=2.0, model_mips=600.0, host_mips=300.0)
+
+
+def _plan() -> RunPlan:
+    return RunPlan(load_platform("openmv-n6"), FIRMWARE, LinkSpec(), Workload("rx", seconds=1), time=_device_time())
+
+
+def _expect_repeated(run_dir: Path) -> dict:
+    """The repeat's result.json: the run the host disturbed replaced, the policy and why it was repeated."""
+    saved = json.loads((run_dir.with_name(run_dir.name + "-slower") / "result.json").read_text())
+    assert saved["throughput_mbps"] == 21.0 and saved["time"]["dilation"] == 4.0
+    assert saved["disturbed_policy"] == DisturbedPolicy().as_dict()
+    assert saved["repeats"] == [{"run_dir": str(run_dir), "figure": 20.0, "dilation": 2.0, "why": LAGGED}]
+    assert saved["replaced"] == saved["repeats"][-1]
+    return saved
+
+
+def test_execute_repeats_a_disturbed_run_the_plugin_and_sweep_path(tmp_path, disturbed):
+    result = _plan().execute(tmp_path / "r-1")
+    assert result.run_dir == str(tmp_path / "r-1-slower") and result.repeats[0]["why"] == LAGGED
+    _expect_repeated(tmp_path / "r-1")
+
+
+def test_start_repeats_a_disturbed_run_the_reproduce_and_sensitivity_path(tmp_path, disturbed):
+    with Analyser() as analyser:
+        result = _plan().start(tmp_path / "r-1", analyser).result()
+    assert result.throughput_mbps == 21.0
+    _expect_repeated(tmp_path / "r-1")
+
+
+def test_an_undisturbed_run_is_not_repeated_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(plan_module.RunPlan, "measure", _fake_measure(0))
+    measured = measure_trusted(_plan(), tmp_path / "r-1")
+    saved = json.loads((tmp_path / "r-1" / "result.json").read_text())
+    assert (saved["repeats"], saved["replaced"], saved["disturbed_policy"]) == ([], None, DisturbedPolicy().as_dict())
+    assert measured.result.run_dir == str(tmp_path / "r-1") and not (tmp_path / "r-1-slower").exists()
+
+
+def test_the_policy_stops_after_its_tries_and_the_last_run_stands_still_marked(tmp_path, monkeypatch):
+    monkeypatch.setattr(plan_module.RunPlan, "measure", _fake_measure(9))
+    monkeypatch.setattr(analyse_module, "analyse_run", lambda result: SimpleNamespace(connections=[]))
+    measured = DisturbedPolicy(tries=3).measure(_plan(), tmp_path / "r-1")
+    assert measured.result.run_dir == str(tmp_path / "r-1-slower-slower") and measured.result.time["host_lagged"]
+    assert [r["dilation"] for r in measured.result.repeats] == [2.0, 4.0]
+    assert measured.result.disturbed_policy["tries"] == 3
+
+
+def test_run_repeats_a_disturbed_run(tmp_path, disturbed, monkeypatch, capsys):
+    monkeypatch.setattr(one_run_module, "build_firmware", lambda *_: FIRMWARE)
+    monkeypatch.setattr(one_run_module, "lwip_tree", lambda path: tmp_path)
+    monkeypatch.setattr(Configuration, "profile", lambda self, *_: SimpleNamespace(name="p"))
+    monkeypatch.setattr(TimeChoice, "for_platform", lambda self, *_: _device_time())
+    assert main(["run", "openmv-n6", "--workload", "rx", "--seconds", "1", "--out", str(tmp_path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["repeats"][0]["why"] == LAGGED
+    _expect_repeated(Path(document["repeats"][0]["run_dir"]))
+
+
+def test_compare_repeats_a_disturbed_run(tmp_path, disturbed, monkeypatch):
+    monkeypatch.setattr(compare_module, "build_firmware", lambda *_: FIRMWARE)
+    monkeypatch.setattr(compare_module, "lwip_tree", lambda path: tmp_path)
+    monkeypatch.setattr(Configuration, "profile", lambda self, *_: SimpleNamespace(name=self.lwip))
+    monkeypatch.setattr(TimeChoice, "for_platform", lambda self, *_: _device_time())
+    document = compare("openmv-n6", [Configuration("a"), Configuration("b")], LinkSpec(), Workload("rx", seconds=1),
+                       repeats=1, out=tmp_path)
+    for config in document["configurations"]:
+        for run_dir in config["run_dirs"]:
+            _expect_repeated(Path(run_dir))
+
+
+def test_bisect_repeats_a_disturbed_run(tmp_path, disturbed, monkeypatch):
+    @contextlib.contextmanager
+    def prepare(repo, commit, platform):
+        yield tmp_path, SimpleNamespace(name="p")
+
+    monkeypatch.setattr(bisect_module, "build_firmware", lambda *_: FIRMWARE)
+    bisection = Bisection(repo=None, good="g", bad="b", platform=load_platform("openmv-n6"),
+                          source=SimpleNamespace(prepare=prepare), link=LinkSpec(), workload=Workload("rx", seconds=1),
+                          criterion=Criterion(min_mbps=10.0), folder=tmp_path, time=_device_time())
+    step = bisection._try("c0ffee", "a commit", 1, {})
+    assert step.throughput_mbps == 21.0, step
+    _expect_repeated(Path(step.run_dir))
+
+
+def test_no_command_runs_a_plan_around_the_policy():
+    """Only harness/runs calls RunPlan.measure (one try, whether or not the host disturbed it)."""
+    harness = Path(__file__).resolve().parent.parent / "harness"
+    around = [str(p.relative_to(harness)) for p in harness.rglob("*.py")
+              if p.parent.name != "runs" and ".measure(" in p.read_text()]
+    assert not around, around
