@@ -112,6 +112,20 @@ def test_shapes_free_the_figures_and_keep_the_columns():
     assert shape("wifi a  31  27.2 (26.4-27.2)  holds") == ("wifi a", "<n>", "<n> (<n>-<n>)", "<claim>")
 
 
+def test_the_runs_the_host_disturbed_are_the_machines_not_the_readmes():
+    from harness.studies.cases import replaced_notes
+
+    summary = "1 of 1 report figures agree within 15 %; 0 cases fail"
+    doc = ["case    median", "-" * 14, "wifi a    27.2", "", summary, "", "leak check: none"]
+    entry = {"figure": 20.1, "dilation": 4, "why": "the board fell behind", "by": {"figure": 22.3, "dilation": 8}}
+    notes = replaced_notes([{"case": "wifi a", "runs_replaced": [entry]}], "case")
+    printed = ["case    median", "-" * 14, "wifi a    26.0", "",
+               summary + "; 1 case had a run the host disturbed replaced at twice D (listed below)", *notes, "",
+               "leak check: none"]
+    assert notes and compare_shape(doc, printed) is None
+    assert compare_shape(doc, [*printed[:-1], "an extra line", printed[-1]])
+
+
 # ------------------------------------------------------------------ wrong copies fail
 
 
