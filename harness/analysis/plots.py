@@ -2,19 +2,24 @@
 
 matplotlib's object API with the Agg renderer (no pyplot, no global state), so plotting works
 headless, from threads and from tests. Each plot is written as PNG and as SVG; in the SVG the
-dense parts (thousands of segments) are embedded as a bitmap so the file stays small while
-axes and text stay vector.
+dense parts (thousands of segments) are embedded as a bitmap and the rest is compacted (compact_svg),
+so the file stays small (tens of kB: a report page inlines dozens) while axes and text stay vector.
 """
 
 from __future__ import annotations
 
+import base64
+import io
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from matplotlib import rc_context
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from PIL import Image
 
 from harness.analysis.capture_analysis import CaptureAnalysis
 
@@ -51,11 +56,63 @@ def plot_capture(analysis: CaptureAnalysis, out_dir: Path, title: str) -> list[P
         fig = Figure(figsize=(10, 6.2), dpi=DPI, layout="constrained")
         draw(fig, analysis)
         fig.suptitle(_title(analysis, title, name), fontsize=10.5, x=0.01, ha="left")
-        for ext in ("png", "svg"):
-            path = out_dir / f"{name}.{ext}"
-            fig.savefig(path, format=ext)
-            written.append(path)
+        written += save_figure(fig, out_dir / name)
     return written
+
+
+def save_figure(fig: Figure, stem: Path) -> list[Path]:
+    """Write the figure as stem.png and stem.svg (compacted: compact_svg); returns both paths."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(f".{ext}") for ext in ("png", "svg")]
+    fig.savefig(paths[0], format="png")
+    # rc_context is matplotlib's only way to set these; both are restored once the file is written. Text
+    # stays text (else every glyph is a path: two thirds of a plot's bytes), and DejaVu Sans, the font the
+    # layout was measured with, is named alone before the generic sans-serif (not ten fallbacks per label)
+    with rc_context(SVG_RC):
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg")
+    paths[1].write_text(compact_svg(buffer.getvalue()), encoding="utf-8")
+    return paths
+
+
+SVG_RC = {"svg.fonttype": "none", "font.sans-serif": ["DejaVu Sans"]}
+_METADATA = re.compile(r"<metadata\b.*?</metadata>\s*", re.S)
+_TAG = re.compile(r"<[^>]+>")
+_GEOMETRY = re.compile(r'(\s(?:d|x|y|width|height)=")([^"]*)(")')
+_LONG_DECIMAL = re.compile(r"(\d\.\d)\d+")
+_PNG = re.compile(r"(data:image/png;base64,)\s*([A-Za-z0-9+/=\s]+)")
+PALETTE = 256  # colours of a raster part: its lines and marks, and enough shades to smooth their edges
+
+
+def compact_svg(text: str) -> str:
+    """matplotlib's SVG without what a reader cannot see: no metadata, no indentation, coordinates to a
+    tenth of a point (a plot is 720 pt wide, a few hundredths of a pixel on a screen), no rotations by
+    zero, and the raster parts as palette PNGs (a fifth of the bytes). Text between tags and transforms
+    (a raster part's scale needs its digits) are left as they are."""
+    text = _TAG.sub(_compact_tag, _METADATA.sub("", text))
+    return re.sub(r">\s+<", "><", text)
+
+
+def _compact_tag(match: re.Match[str]) -> str:
+    tag = re.sub(r'\stransform="rotate\(-?0 [^")]*\)"', "", match.group(0))
+    tag = _PNG.sub(lambda m: m.group(1) + _palette_png(re.sub(r"\s+", "", m.group(2))), tag)
+    tag = _GEOMETRY.sub(lambda m: m.group(1) + _LONG_DECIMAL.sub(r"\1", " ".join(m.group(2).split())) + m.group(3),
+                        tag)
+    return re.sub(r"\s+", " ", tag)
+
+
+def _palette_png(data: str) -> str:
+    """A base64 RGBA PNG as a palette PNG of PALETTE colours, when that is smaller (it nearly always is)."""
+    try:
+        image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
+        image.load()
+    except (ValueError, OSError):
+        return data  # not a PNG Pillow reads: left as matplotlib wrote it
+    buffer = io.BytesIO()
+    image.convert("RGBA").quantize(PALETTE, method=Image.Quantize.FASTOCTREE).save(buffer, format="PNG",
+                                                                                   optimize=True)
+    smaller = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return smaller if len(smaller) < len(data) else data
 
 
 def _title(a: CaptureAnalysis, title: str, which: str) -> str:
@@ -238,10 +295,7 @@ def plot_overlay(theirs: CaptureAnalysis, ours: CaptureAnalysis, out_dir: Path, 
         verdicts = "; ".join([*(f"{label}: {a.verdict}" for a, label, _ in drawn), *([missing] if missing else [])])
         fig.suptitle(textwrap.fill(f"{title} - {what}", 130) + "\n" + textwrap.fill(verdicts, 130), fontsize=10.5,
                      x=0.01, ha="left")
-        for ext in ("png", "svg"):
-            path = out_dir / f"{name}.{ext}"
-            fig.savefig(path, format=ext)
-            written.append(path)
+        written += save_figure(fig, out_dir / name)
     return written
 
 
