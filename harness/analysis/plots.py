@@ -1,8 +1,9 @@
 """Plots of a capture analysis: time/sequence, goodput, advertised window and bytes in flight.
 
 matplotlib's object API with the Agg renderer (no pyplot, no global state), so plotting works
-headless, from threads and from tests. Each plot is written as PNG and as SVG; in the SVG the
-dense parts (thousands of segments) are embedded as a bitmap and the rest is compacted (compact_svg),
+headless, from threads and from tests. Each plot is written as PNG and as SVG; in the SVG every
+data series (up to thousands of segments, ACKs or columns) is embedded as a bitmap
+(rasterized=True) and the rest is compacted (compact_svg),
 so the file stays small (tens of kB: a report page inlines dozens) while axes and text stay vector.
 """
 
@@ -185,13 +186,13 @@ def _time_sequence(fig: Figure, a: CaptureAnalysis) -> None:
         if old:
             ax.add_collection(LineCollection(old, colors=COLOURS["retrans"], linewidths=2.2, rasterized=True))
             ax.plot([p[0][0] for p in old], [p[1][1] for p in old], "x", color=COLOURS["retrans"], markersize=7,
-                    markeredgewidth=1.6, label=f"retransmissions ({len(old)})", zorder=5)
+                    markeredgewidth=1.6, label=f"retransmissions ({len(old)})", zorder=5, rasterized=True)
         if acks:
             ts = [r[0] for r in acks]
             ax.step(ts, [r[1] / div for r in acks], where="post", color=COLOURS["ack"], linewidth=1.1,
-                    label=f"{a.receiver}'s ACK", rasterized=len(acks) > 3000)
+                    label=f"{a.receiver}'s ACK", rasterized=True)
             ax.step(ts, [(r[1] + r[2]) / div for r in acks], where="post", color=COLOURS["window"], linewidth=1.1,
-                    label=f"{a.receiver}'s window edge (ACK + window)", rasterized=len(acks) > 3000)
+                    label=f"{a.receiver}'s window edge (ACK + window)", rasterized=True)
         if span is not None:
             ax.set_xlim(*span)
             ax.set_title(f"zoom: {zoom_len * 1e3:.0f} ms from {zoom_start:.3f} s", fontsize=9, loc="left")
@@ -219,7 +220,7 @@ def _goodput(fig: Figure, a: CaptureAnalysis) -> None:
             bins[int(t // step)] = bins.get(int(t // step), 0) + n
         ks = range(min(bins), max(bins) + 1)
         ax.step([k * step for k in ks], [bins.get(k, 0) * 8 / step / 1e6 for k in ks], where="post",
-                color="#222222", linewidth=0.9, alpha=0.8, label=f"per {step * 1e3:g} ms")
+                color="#222222", linewidth=0.9, alpha=0.8, label=f"per {step * 1e3:g} ms", rasterized=True)
     if a.goodput_mbps is not None:
         ax.axhline(a.goodput_mbps, color=COLOURS["goodput"], linestyle=":", linewidth=1.2,
                    label=f"total {a.goodput_mbps:.1f} Mbit/s")
@@ -244,18 +245,18 @@ def _window(fig: Figure, a: CaptureAnalysis) -> None:
     div, unit = (1e3, "kB") if max((w for _, _, w in acks), default=0) >= 4000 else (1.0, "bytes")
     if acks:
         ax.step([r[0] for r in acks], [r[2] / div for r in acks], where="post", color=COLOURS["window"],
-                linewidth=1.6, label=f"{a.receiver}'s advertised window", rasterized=len(acks) > 3000, zorder=3)
+                linewidth=1.6, label=f"{a.receiver}'s advertised window", rasterized=True, zorder=3)
         zeros = [r[0] for r in acks if r[2] == 0]
         if zeros:
             ax.plot(zeros, [0] * len(zeros), "v", color=COLOURS["retrans"], markersize=6,
-                    label=f"zero window ({len(zeros)} ACKs)")
+                    label=f"zero window ({len(zeros)} ACKs)", rasterized=True)
     if a.in_flight:
         # per pixel column, its least and its most in flight
         flight = [p for g in _by_column(a.in_flight, lambda point: point[0])
                   for p in dict.fromkeys((min(g, key=lambda q: q[1]), max(g, key=lambda q: q[1])))]
         ax.plot([t for t, _ in flight], [f / div for _, f in flight], ".", color=COLOURS["flight"],
                 markersize=2.5, alpha=0.7, label=f"bytes in flight ({a.sender}'s view)",
-                rasterized=len(a.in_flight) > 3000)
+                rasterized=True)
     ax.set_xlabel("time since the connection's first frame (s)")
     ax.set_ylabel(unit)
     ax.set_ylim(bottom=0)
@@ -330,17 +331,17 @@ def _overlay_time_sequence(fig: Figure, drawn: Drawn) -> None:
         for ax, window in ((axes[0], None), (axes[1], span)):
             ts, seqs, base = _sequence_line(a, window)
             scale = div if window is None else 1e3
-            ax.plot(ts, [s / scale for s in seqs], "-", color=colour, linewidth=1.4, rasterized=len(ts) > 3000,
+            ax.plot(ts, [s / scale for s in seqs], "-", color=colour, linewidth=1.4, rasterized=True,
                     label=f"{label}: {a.sender}'s data ({a.goodput_mbps or 0:.1f} Mbit/s)")
             acks = [r for r in a.receiver_acks if window is None or window[0] <= r[0] <= window[1]]
             acks = [g[-1] for g in _by_column(acks, lambda r: r[0])]
             ax.step([r[0] for r in acks], [(r[1] + r[2] - base) / scale for r in acks], where="post", color=colour,
-                    linestyle=":", linewidth=1.1, label=f"{label}: {a.receiver}'s window edge")
+                    linestyle=":", linewidth=1.1, label=f"{label}: {a.receiver}'s window edge", rasterized=True)
             old = [(t, (e - base) / scale) for t, _, e, re in a.data_segments
                    if re and (window is None or window[0] <= t <= window[1])]
             if old:
                 ax.plot([t for t, _ in old], [y for _, y in old], "x", color=colour, markersize=7,
-                        markeredgewidth=1.6, label=f"{label}: retransmissions ({len(old)})", zorder=5)
+                        markeredgewidth=1.6, label=f"{label}: retransmissions ({len(old)})", zorder=5, rasterized=True)
     axes[1].set_xlim(*span)
     axes[1].set_ylabel("kB since the zoom's start")
     axes[1].set_title(f"zoom: {(span[1] - span[0]) * 1e3:.0f} ms from {span[0]:.3f} s", fontsize=9, loc="left")
@@ -363,15 +364,15 @@ def _overlay_window(fig: Figure, drawn: Drawn) -> None:
         if columns:
             ts = [g[0][0] for g in columns]
             highs = [max(w for _, _, w in g) / div for g in columns]
-            ax.step(ts, highs, where="post", color=colour, linewidth=1.6, zorder=3,
+            ax.step(ts, highs, where="post", color=colour, linewidth=1.6, zorder=3, rasterized=True,
                     label=f"{label}: {a.receiver}'s advertised window (max {a.window_of(a.receiver).max} B)")
             ax.fill_between(ts, [min(w for _, _, w in g) / div for g in columns], highs, step="post", color=colour,
-                            alpha=0.25, linewidth=0, zorder=2)
+                            alpha=0.25, linewidth=0, zorder=2, rasterized=True)
         flight = [p for g in _by_column(a.in_flight, lambda point: point[0])
                   for p in dict.fromkeys((min(g, key=lambda q: q[1]), max(g, key=lambda q: q[1])))]
         if flight:
             ax.plot([t for t, _ in flight], [f / div for _, f in flight], ".", color=colour, markersize=2.5,
-                    alpha=0.45, label=f"{label}: bytes in flight", rasterized=len(flight) > 3000)
+                    alpha=0.45, label=f"{label}: bytes in flight", rasterized=True)
     ax.set_xlabel("time since each connection's first frame (s)")
     ax.set_ylabel(unit)
     ax.set_ylim(bottom=0)
