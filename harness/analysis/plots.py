@@ -10,9 +10,11 @@ so the file stays small (tens of kB: a report page inlines dozens) while axes an
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import re
 import textwrap
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -91,7 +93,24 @@ def compact_svg(text: str) -> str:
     zero, and the raster parts as palette PNGs (a fifth of the bytes). Text between tags and transforms
     (a raster part's scale needs its digits) are left as they are."""
     text = _TAG.sub(_compact_tag, _METADATA.sub("", text))
-    return re.sub(r">\s+<", "><", text)
+    return _styles_as_classes(re.sub(r">\s+<", "><", text))
+
+
+_STYLE = re.compile(r'(<\w+)([^>]*?) style="([^"]*)"')
+
+
+def _styles_as_classes(text: str) -> str:
+    """Each style attribute used more than once as a class (its name the style's hash, so the same style
+    has the same class in every plot and a page inlining several has no clash) defined once in the SVG's
+    own <style>; a tag with a class of its own keeps its style attribute."""
+    counts = Counter(m.group(3) for m in _STYLE.finditer(text) if " class=" not in m.group(2))
+    names = {style: "nr" + hashlib.sha1(style.encode()).hexdigest()[:8] for style, n in counts.items() if n > 1}
+    if not names or "</style>" not in text:
+        return text
+    text = _STYLE.sub(lambda m: f'{m.group(1)}{m.group(2)} class="{names[m.group(3)]}"'
+                      if m.group(3) in names and " class=" not in m.group(2) else m.group(0), text)
+    rules = "".join(f".{name}{{{style}}}" for style, name in names.items())
+    return text.replace("</style>", rules + "</style>", 1)
 
 
 def _compact_tag(match: re.Match[str]) -> str:
