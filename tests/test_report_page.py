@@ -308,3 +308,4 @@ def test_every_stored_page_is_under_the_limit():
     pages = sorted((ROOT / "benchmarks" / "results").glob("reproduce-*.html"))
     assert pages
     assert {p.name: p.stat().st_size for p in pages if p.stat().st_size >= PAGE_LIMIT_BYTES} == {}
+    assert [p.name for p in pages if "left out" in p.read_text()] == []  # and every plot drawn

@@ -93,7 +93,15 @@ def compact_svg(text: str) -> str:
     zero, and the raster parts as palette PNGs (a fifth of the bytes). Text between tags and transforms
     (a raster part's scale needs its digits) are left as they are."""
     text = _TAG.sub(_compact_tag, _METADATA.sub("", text))
-    return _styles_as_classes(re.sub(r">\s+<", "><", text))
+    return _styles_as_classes(_unreferenced_group_ids(re.sub(r">\s+<", "><", text)))
+
+
+def _unreferenced_group_ids(text: str) -> str:
+    """Groups' ids that nothing points to (matplotlib names every group: "patch_3", "text_12") dropped;
+    a legend's kept, so the plot still says where its legend is."""
+    referenced = set(re.findall(r"#([\w.-]+)", text))
+    return re.sub(r'<g id="([^"]+)"', lambda m: m.group(0) if m.group(1) in referenced
+                  or m.group(1).startswith("legend_") else "<g", text)
 
 
 _STYLE = re.compile(r'(<\w+)([^>]*?) style="([^"]*)"')
