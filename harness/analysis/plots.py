@@ -2,9 +2,9 @@
 
 matplotlib's object API with the Agg renderer (no pyplot, no global state), so plotting works
 headless, from threads and from tests. Each plot is written as PNG and as SVG; in the SVG every
-data series (up to thousands of segments, ACKs or columns) is embedded as a bitmap
-(rasterized=True) and the rest is compacted (compact_svg),
-so the file stays small (tens of kB: a report page inlines dozens) while axes and text stay vector.
+data series (up to thousands of segments, ACKs or columns) is a bitmap (rasterized=True) and the
+rest is compacted (compact_svg), so the file stays small (tens of kB: a report page inlines dozens)
+while axes and text stay vector.
 """
 
 from __future__ import annotations
