@@ -18,6 +18,7 @@ from harness.runs.result import RunResult
 from harness.studies.claims import CHECKS, DECLARED
 from harness.studies.report_check import check_report, key_lines
 from harness.studies.report_file import load_report, report_inputs, report_names, report_platform
+from harness.studies.report_page import PAGE_LIMIT_BYTES
 from harness.studies.report_schema import SCHEMA_PATH, report_schema, schema_text
 from harness.studies.reproduce import case_setup
 from harness.studies.sensitivity import sensitivity
@@ -368,6 +369,7 @@ def test_a_report_outside_the_repository_reproduces(tmp_path, no_leftovers):
     assert result["time"]["model_mips"] == 400  # the report's part, not the N6's 800 MIPS
     assert result["link"]["rtt_s"] == pytest.approx(0.002)
     assert "STM32F767" in page.read_text()
+    assert page.stat().st_size < PAGE_LIMIT_BYTES and "left out" not in page.read_text()  # every plot, drawn
 
 
 @pytest.mark.real

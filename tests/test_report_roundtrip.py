@@ -12,6 +12,7 @@ from conftest import netrepro_cli
 
 from harness.link import parse_rate, parse_time
 from harness.studies.report_file import load_report
+from harness.studies.report_page import PAGE_LIMIT_BYTES
 
 RTT_S, RATE_BPS, LOSS = 0.013, 17_000_000, 0.005
 WINDOW, MSS = 46720, 1460  # firmware/profiles/mp-n6-after.h: 32 * TCP_MSS
@@ -68,3 +69,4 @@ def test_a_capture_becomes_a_report_that_reproduces_it(tmp_path, variant, no_lef
     assert all(Path(p).is_file() for p in again["against"]["plots"])
     page = (Path(document["run_dir"]) / "reproduce.html").read_text()
     assert "Your captures beside netrepro's" in page and page.count("<svg") >= 2  # the overlays, inline
+    assert len(page.encode("utf-8")) < PAGE_LIMIT_BYTES and "left out" not in page  # the run's and the overlays

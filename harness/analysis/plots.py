@@ -1,20 +1,28 @@
 """Plots of a capture analysis: time/sequence, goodput, advertised window and bytes in flight.
 
 matplotlib's object API with the Agg renderer (no pyplot, no global state), so plotting works
-headless, from threads and from tests. Each plot is written as PNG and as SVG; in the SVG the
-dense parts (thousands of segments) are embedded as a bitmap so the file stays small while
-axes and text stay vector.
+headless, from threads and from tests. Each plot is written as PNG and as SVG; in the SVG every
+data series (up to thousands of segments, ACKs or columns) is a bitmap (rasterized=True) and the
+rest is compacted (compact_svg), so the file stays small (tens of kB: a report page inlines dozens)
+while axes and text stay vector.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
+import re
 import textwrap
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from matplotlib import rc_context
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from PIL import Image
 
 from harness.analysis.capture_analysis import CaptureAnalysis
 
@@ -51,11 +59,88 @@ def plot_capture(analysis: CaptureAnalysis, out_dir: Path, title: str) -> list[P
         fig = Figure(figsize=(10, 6.2), dpi=DPI, layout="constrained")
         draw(fig, analysis)
         fig.suptitle(_title(analysis, title, name), fontsize=10.5, x=0.01, ha="left")
-        for ext in ("png", "svg"):
-            path = out_dir / f"{name}.{ext}"
-            fig.savefig(path, format=ext)
-            written.append(path)
+        written += save_figure(fig, out_dir / name)
     return written
+
+
+def save_figure(fig: Figure, stem: Path) -> list[Path]:
+    """Write the figure as stem.png and stem.svg (compacted: compact_svg); returns both paths."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(f".{ext}") for ext in ("png", "svg")]
+    fig.savefig(paths[0], format="png")
+    # rc_context is matplotlib's only way to set these; both are restored once the file is written. Text
+    # stays text (else every glyph is a path: two thirds of a plot's bytes), and DejaVu Sans, the font the
+    # layout was measured with, is named alone before the generic sans-serif (not ten fallbacks per label)
+    with rc_context(SVG_RC):
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg")
+    paths[1].write_text(compact_svg(buffer.getvalue()), encoding="utf-8")
+    return paths
+
+
+SVG_RC = {"svg.fonttype": "none", "font.sans-serif": ["DejaVu Sans"]}
+_METADATA = re.compile(r"<metadata\b.*?</metadata>\s*", re.S)
+_TAG = re.compile(r"<[^>]+>")
+_GEOMETRY = re.compile(r'(\s(?:d|x|y|width|height)=")([^"]*)(")')
+_LONG_DECIMAL = re.compile(r"(\d\.\d)\d+")
+_PNG = re.compile(r"(data:image/png;base64,)\s*([A-Za-z0-9+/=\s]+)")
+PALETTE = 256  # colours of a raster part: its lines and marks, and enough shades to smooth their edges
+
+
+def compact_svg(text: str) -> str:
+    """matplotlib's SVG without what a reader cannot see: no metadata, no indentation, coordinates to a
+    tenth of a point (a plot is 720 pt wide, a few hundredths of a pixel on a screen), no rotations by
+    zero, and the raster parts as palette PNGs (a fifth of the bytes). Text between tags and transforms
+    (a raster part's scale needs its digits) are left as they are."""
+    text = _TAG.sub(_compact_tag, _METADATA.sub("", text))
+    return _styles_as_classes(_unreferenced_group_ids(re.sub(r">\s+<", "><", text)))
+
+
+def _unreferenced_group_ids(text: str) -> str:
+    """Groups' ids that nothing points to (matplotlib names every group: "patch_3", "text_12") dropped;
+    a legend's kept, so the plot still says where its legend is."""
+    referenced = set(re.findall(r"#([\w.-]+)", text))
+    return re.sub(r'<g id="([^"]+)"', lambda m: m.group(0) if m.group(1) in referenced
+                  or m.group(1).startswith("legend_") else "<g", text)
+
+
+_STYLE = re.compile(r'(<\w+)([^>]*?) style="([^"]*)"')
+
+
+def _styles_as_classes(text: str) -> str:
+    """Each style attribute used more than once as a class (its name the style's hash, so the same style
+    has the same class in every plot and a page inlining several has no clash) defined once in the SVG's
+    own <style>; a tag with a class of its own keeps its style attribute."""
+    counts = Counter(m.group(3) for m in _STYLE.finditer(text) if " class=" not in m.group(2))
+    names = {style: "nr" + hashlib.sha1(style.encode()).hexdigest()[:8] for style, n in counts.items() if n > 1}
+    if not names or "</style>" not in text:
+        return text
+    text = _STYLE.sub(lambda m: f'{m.group(1)}{m.group(2)} class="{names[m.group(3)]}"'
+                      if m.group(3) in names and " class=" not in m.group(2) else m.group(0), text)
+    rules = "".join(f".{name}{{{style}}}" for style, name in names.items())
+    return text.replace("</style>", rules + "</style>", 1)
+
+
+def _compact_tag(match: re.Match[str]) -> str:
+    tag = re.sub(r'\stransform="rotate\(-?0 [^")]*\)"', "", match.group(0))
+    tag = _PNG.sub(lambda m: m.group(1) + _palette_png(re.sub(r"\s+", "", m.group(2))), tag)
+    tag = _GEOMETRY.sub(lambda m: m.group(1) + _LONG_DECIMAL.sub(r"\1", " ".join(m.group(2).split())) + m.group(3),
+                        tag)
+    return re.sub(r"\s+", " ", tag)
+
+
+def _palette_png(data: str) -> str:
+    """A base64 RGBA PNG as a palette PNG of PALETTE colours, when that is smaller (it nearly always is)."""
+    try:
+        image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
+        image.load()
+    except (ValueError, OSError):
+        return data  # not a PNG Pillow reads: left as matplotlib wrote it
+    buffer = io.BytesIO()
+    image.convert("RGBA").quantize(PALETTE, method=Image.Quantize.FASTOCTREE).save(buffer, format="PNG",
+                                                                                   optimize=True)
+    smaller = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return smaller if len(smaller) < len(data) else data
 
 
 def _title(a: CaptureAnalysis, title: str, which: str) -> str:
@@ -128,13 +213,13 @@ def _time_sequence(fig: Figure, a: CaptureAnalysis) -> None:
         if old:
             ax.add_collection(LineCollection(old, colors=COLOURS["retrans"], linewidths=2.2, rasterized=True))
             ax.plot([p[0][0] for p in old], [p[1][1] for p in old], "x", color=COLOURS["retrans"], markersize=7,
-                    markeredgewidth=1.6, label=f"retransmissions ({len(old)})", zorder=5)
+                    markeredgewidth=1.6, label=f"retransmissions ({len(old)})", zorder=5, rasterized=True)
         if acks:
             ts = [r[0] for r in acks]
             ax.step(ts, [r[1] / div for r in acks], where="post", color=COLOURS["ack"], linewidth=1.1,
-                    label=f"{a.receiver}'s ACK", rasterized=len(acks) > 3000)
+                    label=f"{a.receiver}'s ACK", rasterized=True)
             ax.step(ts, [(r[1] + r[2]) / div for r in acks], where="post", color=COLOURS["window"], linewidth=1.1,
-                    label=f"{a.receiver}'s window edge (ACK + window)", rasterized=len(acks) > 3000)
+                    label=f"{a.receiver}'s window edge (ACK + window)", rasterized=True)
         if span is not None:
             ax.set_xlim(*span)
             ax.set_title(f"zoom: {zoom_len * 1e3:.0f} ms from {zoom_start:.3f} s", fontsize=9, loc="left")
@@ -162,7 +247,7 @@ def _goodput(fig: Figure, a: CaptureAnalysis) -> None:
             bins[int(t // step)] = bins.get(int(t // step), 0) + n
         ks = range(min(bins), max(bins) + 1)
         ax.step([k * step for k in ks], [bins.get(k, 0) * 8 / step / 1e6 for k in ks], where="post",
-                color="#222222", linewidth=0.9, alpha=0.8, label=f"per {step * 1e3:g} ms")
+                color="#222222", linewidth=0.9, alpha=0.8, label=f"per {step * 1e3:g} ms", rasterized=True)
     if a.goodput_mbps is not None:
         ax.axhline(a.goodput_mbps, color=COLOURS["goodput"], linestyle=":", linewidth=1.2,
                    label=f"total {a.goodput_mbps:.1f} Mbit/s")
@@ -187,18 +272,18 @@ def _window(fig: Figure, a: CaptureAnalysis) -> None:
     div, unit = (1e3, "kB") if max((w for _, _, w in acks), default=0) >= 4000 else (1.0, "bytes")
     if acks:
         ax.step([r[0] for r in acks], [r[2] / div for r in acks], where="post", color=COLOURS["window"],
-                linewidth=1.6, label=f"{a.receiver}'s advertised window", rasterized=len(acks) > 3000, zorder=3)
+                linewidth=1.6, label=f"{a.receiver}'s advertised window", rasterized=True, zorder=3)
         zeros = [r[0] for r in acks if r[2] == 0]
         if zeros:
             ax.plot(zeros, [0] * len(zeros), "v", color=COLOURS["retrans"], markersize=6,
-                    label=f"zero window ({len(zeros)} ACKs)")
+                    label=f"zero window ({len(zeros)} ACKs)", rasterized=True)
     if a.in_flight:
         # per pixel column, its least and its most in flight
         flight = [p for g in _by_column(a.in_flight, lambda point: point[0])
                   for p in dict.fromkeys((min(g, key=lambda q: q[1]), max(g, key=lambda q: q[1])))]
         ax.plot([t for t, _ in flight], [f / div for _, f in flight], ".", color=COLOURS["flight"],
                 markersize=2.5, alpha=0.7, label=f"bytes in flight ({a.sender}'s view)",
-                rasterized=len(a.in_flight) > 3000)
+                rasterized=True)
     ax.set_xlabel("time since the connection's first frame (s)")
     ax.set_ylabel(unit)
     ax.set_ylim(bottom=0)
@@ -238,10 +323,7 @@ def plot_overlay(theirs: CaptureAnalysis, ours: CaptureAnalysis, out_dir: Path, 
         verdicts = "; ".join([*(f"{label}: {a.verdict}" for a, label, _ in drawn), *([missing] if missing else [])])
         fig.suptitle(textwrap.fill(f"{title} - {what}", 130) + "\n" + textwrap.fill(verdicts, 130), fontsize=10.5,
                      x=0.01, ha="left")
-        for ext in ("png", "svg"):
-            path = out_dir / f"{name}.{ext}"
-            fig.savefig(path, format=ext)
-            written.append(path)
+        written += save_figure(fig, out_dir / name)
     return written
 
 
@@ -276,17 +358,17 @@ def _overlay_time_sequence(fig: Figure, drawn: Drawn) -> None:
         for ax, window in ((axes[0], None), (axes[1], span)):
             ts, seqs, base = _sequence_line(a, window)
             scale = div if window is None else 1e3
-            ax.plot(ts, [s / scale for s in seqs], "-", color=colour, linewidth=1.4, rasterized=len(ts) > 3000,
+            ax.plot(ts, [s / scale for s in seqs], "-", color=colour, linewidth=1.4, rasterized=True,
                     label=f"{label}: {a.sender}'s data ({a.goodput_mbps or 0:.1f} Mbit/s)")
             acks = [r for r in a.receiver_acks if window is None or window[0] <= r[0] <= window[1]]
             acks = [g[-1] for g in _by_column(acks, lambda r: r[0])]
             ax.step([r[0] for r in acks], [(r[1] + r[2] - base) / scale for r in acks], where="post", color=colour,
-                    linestyle=":", linewidth=1.1, label=f"{label}: {a.receiver}'s window edge")
+                    linestyle=":", linewidth=1.1, label=f"{label}: {a.receiver}'s window edge", rasterized=True)
             old = [(t, (e - base) / scale) for t, _, e, re in a.data_segments
                    if re and (window is None or window[0] <= t <= window[1])]
             if old:
                 ax.plot([t for t, _ in old], [y for _, y in old], "x", color=colour, markersize=7,
-                        markeredgewidth=1.6, label=f"{label}: retransmissions ({len(old)})", zorder=5)
+                        markeredgewidth=1.6, label=f"{label}: retransmissions ({len(old)})", zorder=5, rasterized=True)
     axes[1].set_xlim(*span)
     axes[1].set_ylabel("kB since the zoom's start")
     axes[1].set_title(f"zoom: {(span[1] - span[0]) * 1e3:.0f} ms from {span[0]:.3f} s", fontsize=9, loc="left")
@@ -309,15 +391,15 @@ def _overlay_window(fig: Figure, drawn: Drawn) -> None:
         if columns:
             ts = [g[0][0] for g in columns]
             highs = [max(w for _, _, w in g) / div for g in columns]
-            ax.step(ts, highs, where="post", color=colour, linewidth=1.6, zorder=3,
+            ax.step(ts, highs, where="post", color=colour, linewidth=1.6, zorder=3, rasterized=True,
                     label=f"{label}: {a.receiver}'s advertised window (max {a.window_of(a.receiver).max} B)")
             ax.fill_between(ts, [min(w for _, _, w in g) / div for g in columns], highs, step="post", color=colour,
-                            alpha=0.25, linewidth=0, zorder=2)
+                            alpha=0.25, linewidth=0, zorder=2, rasterized=True)
         flight = [p for g in _by_column(a.in_flight, lambda point: point[0])
                   for p in dict.fromkeys((min(g, key=lambda q: q[1]), max(g, key=lambda q: q[1])))]
         if flight:
             ax.plot([t for t, _ in flight], [f / div for _, f in flight], ".", color=colour, markersize=2.5,
-                    alpha=0.45, label=f"{label}: bytes in flight", rasterized=len(flight) > 3000)
+                    alpha=0.45, label=f"{label}: bytes in flight", rasterized=True)
     ax.set_xlabel("time since each connection's first frame (s)")
     ax.set_ylabel(unit)
     ax.set_ylim(bottom=0)

@@ -1,24 +1,28 @@
 """A reproduce document as one self-contained HTML page, to share.
 
 Everything is in the one file: the report's title, source and inputs, its table, per case the
-median run's plots as inline SVG (matplotlib's own SVG text, so nothing is fetched when the page
-is opened, from the network or the disk), the stand-in's honesty notes, a case's ``against``
+median run's plots as inline SVG (matplotlib's own SVG text, compacted, so nothing is fetched when
+the page is opened, from the network or the disk), the stand-in's honesty notes, a case's ``against``
 (a user's capture beside the case's run: harness.analysis.against) as its comparison table and
 overlay plots, and the command and netrepro version that made it. The page is a pure function of
 the document and the files its run folders hold; a missing key or plot shows as "not listed" /
-"no plot", never as a crash.
+"no plot", never as a crash. The page stays under PAGE_LIMIT_BYTES: a case whose median run is an
+earlier case's (a two-way run's two directions) points to that case's plots, and plots past the limit
+are named rather than drawn.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
 from harness.analysis.against import CaptureComparison
+from harness.analysis.plots import compact_svg
 from harness.core.errors import NetreproError
 from harness.rig.platform import load_platform
 from harness.studies.cases import format_number
@@ -26,6 +30,8 @@ from harness.studies.claims import DEFAULT_BAND, agrees_text, failed_runs_text, 
 
 PLOTS = (("timeseq", "time / sequence"), ("goodput", "goodput"), ("window", "window and bytes in flight"))
 NO_PLOT = '<div class="noplot">no plot</div>'
+# a page is shared by mail and kept in git (benchmarks/results): a few hundred kB, not megabytes
+PAGE_LIMIT_BYTES = 500_000
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1d1d1f;
@@ -59,15 +65,45 @@ def write_report_page(document: dict[str, Any], path: Path, command: str | None 
 
 
 def render_report_page(document: dict[str, Any], command: str | None = None) -> str:
-    """The page's HTML text."""
+    """The page's HTML text, under PAGE_LIMIT_BYTES (UTF-8): drawn once with no plot to learn what the
+    text takes, then with the plots that fit in what is left, in the page's order."""
+    bare = _render(document, command, _Plots(0)).encode("utf-8")
+    return _render(document, command, _Plots(PAGE_LIMIT_BYTES - len(bare)))
+
+
+@dataclass
+class _Plots:
+    """The bytes the page's plots may still take, and the run folders whose plots are drawn (by case)."""
+    left: int
+    drawn: dict[Path, int] = field(default_factory=dict)
+
+    def figure(self, caption: str, path: Path | None, prefix: str) -> str:
+        """A figure with the SVG at path inline when it fits in what is left, else named; "no plot" when
+        there is no such SVG."""
+        head = f"<figure><figcaption>{escape(caption)}</figcaption>"
+        if path is None or not path.is_file():
+            return head + NO_PLOT + "</figure>"
+        svg = inline_svg(path, prefix) if self.left > 0 else ""
+        if svg is None:
+            return head + NO_PLOT + "</figure>"
+        html = head + svg + "</figure>"
+        if not svg or len(html.encode("utf-8")) > self.left:
+            self.left = 0  # the plots after this one are left out too, so that those drawn are the page's first
+            return (head + f"<div class=\"noplot\">left out to keep the page under {PAGE_LIMIT_BYTES // 1000} kB: "
+                    f"<code>{escape(str(path))}</code></div></figure>")
+        self.left -= len(html.encode("utf-8"))
+        return html
+
+
+def _render(document: dict[str, Any], command: str | None, plots: _Plots) -> str:
     cases = [c for c in document.get("cases") or [] if isinstance(c, dict)]
     title = _text(document.get("title") or document.get("report") or "netrepro report")
     body = [f"<h1>{escape(title)}</h1>", _header(document),
             "<h2>Inputs</h2>", _inputs(document.get("inputs")),
             "<h2>Results</h2>", _table(document, cases), _claim_notes(cases),
             "<h2>Stand-in</h2>", _stand_in(document, cases),
-            "<h2>Plots</h2>", *(_case_plots(i, c) for i, c in enumerate(cases)),
-            *_against_sections(cases), _footer(document, command)]
+            "<h2>Plots</h2>", *(_case_plots(i, c, plots) for i, c in enumerate(cases)),
+            *_against_sections(cases, plots), _footer(document, command)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n"
@@ -249,22 +285,30 @@ def _platform_honesty(name: str) -> str | None:
         return None  # a platform renamed or removed since the run: the document's own notes still stand
 
 
-def _case_plots(index: int, case: dict[str, Any]) -> str:
+def _case_plots(index: int, case: dict[str, Any], plots: _Plots) -> str:
     run_dir = median_run_dir(case)
     where = f"run folder <code>{escape(str(run_dir))}</code>" if run_dir else "no run folder"
     facts = " / ".join(_text(case.get(k)) for k in ("platform", "profile", "link", "workload") if case.get(k))
-    figures = []
-    for name, label in PLOTS:
-        svg = inline_svg(run_dir / "plots" / f"{name}.svg", f"c{index}-{name}") if run_dir else None
-        figures.append(f"<figure><figcaption>{escape(label)}</figcaption>"
-                       f"{svg or NO_PLOT}</figure>")
     reason = case.get("verdict_reason")
     verdict = f"{_text(case.get('verdict'))}: {_text(reason)}" if reason else None
     beside = f"; <a href=\"#against-{index}\">beside your capture</a>" if case.get("against") else ""
     return (f"<h3 id=\"case-{index}\">{escape(_text(case.get('case')))}</h3>"
             f"<p class=\"small\">{escape(facts)}; {where}{beside}</p>"
             + (f"<p class=\"small\">{escape(verdict)}</p>" if verdict else "")
-            + f"<div class=\"plots\">{''.join(figures)}</div>")
+            + _run_plots(index, run_dir, plots))
+
+
+def _run_plots(index: int, run_dir: Path | None, plots: _Plots) -> str:
+    """The run's three plots; a pointer to the case that drew them when an earlier case did (a two-way
+    run's two directions share one run)."""
+    earlier = plots.drawn.get(run_dir.resolve()) if run_dir else None
+    if earlier is not None:
+        return f"<p class=\"small\">plots: the same run as <a href=\"#case-{earlier}\">case {earlier + 1}</a>'s</p>"
+    if run_dir:
+        plots.drawn[run_dir.resolve()] = index
+    figures = [plots.figure(label, run_dir / "plots" / f"{name}.svg" if run_dir else None, f"c{index}-{name}")
+               for name, label in PLOTS]
+    return f"<div class=\"plots\">{''.join(figures)}</div>"
 
 
 def median_run_dir(case: dict[str, Any]) -> Path | None:
@@ -299,22 +343,23 @@ AGAINST_PLOTS = {"against-timeseq": "time / sequence, both captures",
                  "against-window": "advertised window and bytes in flight, both captures"}
 
 
-def _against_sections(cases: list[dict[str, Any]]) -> list[str]:
+def _against_sections(cases: list[dict[str, Any]], plots: _Plots) -> list[str]:
     """A section per case whose row has `against`: the user's capture beside the case's run (the
     comparison's table, its notes and the overlay plots); none when no case has one."""
-    sections = [_against(i, c) for i, c in enumerate(cases) if c.get("against")]
+    sections = [_against(i, c, plots) for i, c in enumerate(cases) if c.get("against")]
     return ["<h2>Your captures beside netrepro's</h2>", *sections] if sections else []
 
 
-def _against(index: int, case: dict[str, Any]) -> str:
+def _against(index: int, case: dict[str, Any], plots: _Plots) -> str:
     against = case["against"] if isinstance(case["against"], dict) else {}
     head = (f"<h3 id=\"against-{index}\">{escape(_text(case.get('case')))}</h3>"
             f"<p class=\"small\">your capture <code>{escape(_text(against.get('capture')))}</code></p>")
     comparison = _comparison(against.get("comparison"))
     if comparison is None:
         why = escape(_text(against.get("error") or "not listed"))  # reproduce says why it could not compare
-        return head + f"<p class=\"small\">comparison: {why}</p>" + _against_plots(index, against)
-    return head + _comparison_table(comparison) + _comparison_notes(comparison) + _against_plots(index, against)
+        return head + f"<p class=\"small\">comparison: {why}</p>" + _against_plots(index, against, plots)
+    return (head + _comparison_table(comparison) + _comparison_notes(comparison)
+            + _against_plots(index, against, plots))
 
 
 def _comparison(data: Any) -> CaptureComparison | None:
@@ -346,11 +391,10 @@ def _comparison_notes(c: CaptureComparison) -> str:
     return "<ul class=\"notes\">" + "".join(f"<li>{escape(_text(n))}</li>" for n in lines) + "</ul>" if lines else ""
 
 
-def _against_plots(index: int, against: dict[str, Any]) -> str:
+def _against_plots(index: int, against: dict[str, Any], plots: _Plots) -> str:
     """The overlay plots' SVGs inline (their PNGs are for viewers outside the page)."""
     svgs = [Path(p) for p in against.get("plots") or [] if isinstance(p, str) and p.endswith(".svg")]
-    figures = [f"<figure><figcaption>{escape(AGAINST_PLOTS.get(p.stem, p.stem))}</figcaption>"
-               f"{inline_svg(p, f'a{index}-{p.stem}') or NO_PLOT}</figure>" for p in svgs]
+    figures = [plots.figure(AGAINST_PLOTS.get(p.stem, p.stem), p, f"a{index}-{p.stem}") for p in svgs]
     return f"<div class=\"plots\">{''.join(figures) or NO_PLOT}</div>"
 
 
@@ -367,7 +411,8 @@ def inline_svg(path: Path, prefix: str) -> str | None:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    text = _UNSAFE.sub("", _PROLOGUE.sub("", text))
+    # compacted here too: a run folder written before plots.py compacted its SVGs
+    text = _UNSAFE.sub("", _PROLOGUE.sub("", compact_svg(text)))
     start = text.find("<svg")
     if start < 0 or "</svg>" not in text:
         return None
@@ -383,4 +428,4 @@ def _footer(document: dict[str, Any], command: str | None) -> str:
     return f"<footer>made by {made} with netrepro {escape(__version__)}</footer>"
 
 
-__all__ = ["inline_svg", "median_run_dir", "render_report_page", "write_report_page"]
+__all__ = ["PAGE_LIMIT_BYTES", "inline_svg", "median_run_dir", "render_report_page", "write_report_page"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from harness.analysis.plots import COLOURS, DPI
+from harness.analysis.plots import COLOURS, DPI, save_figure
 
 
 def plot_sweep(document: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -37,7 +37,7 @@ def plot_sweep(document: dict[str, Any], out_dir: Path) -> list[Path]:
         ax.legend(fontsize=8)
         fig.suptitle(f"{document['platform']}: throughput against {name} "
                      f"({document['spec']['workload']['name']})", fontsize=10.5)
-        written += _save(fig, Path(out_dir) / f"throughput-{name}")
+        written += save_figure(fig, Path(out_dir) / f"throughput-{name}")
     if len(names) == 2:
         for link in dict.fromkeys(p["link"] for p in points):
             written += _heatmap(document, [p for p in points if p["link"] == link], names, link, out_dir)
@@ -81,7 +81,7 @@ def _heatmap(document: dict[str, Any], points: Sequence[dict[str, Any]], names: 
     fig.colorbar(image, ax=ax, label="throughput (Mbit/s)")
     fig.suptitle(f"{document['platform']} over {link}: throughput (Mbit/s)", fontsize=10.5)
     slug = "".join(c if c.isalnum() else "_" for c in link)
-    return _save(fig, Path(out_dir) / f"heatmap-{slug}")
+    return save_figure(fig, Path(out_dir) / f"heatmap-{slug}")
 
 
 def plot_frontier(trials: Sequence[dict[str, Any]], frontier: Sequence[dict[str, Any]], marks: Sequence[dict[str, Any]],
@@ -108,12 +108,4 @@ def plot_frontier(trials: Sequence[dict[str, Any]], frontier: Sequence[dict[str,
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10.5)
-    return _save(fig, path_stem)
-
-
-def _save(fig: Figure, stem: Path) -> list[Path]:
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(f".{ext}") for ext in ("png", "svg")]
-    for path in paths:
-        fig.savefig(path, format=path.suffix[1:])
-    return paths
+    return save_figure(fig, path_stem)
