@@ -50,10 +50,8 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="the platform's link presets (default: direct)")
     parser.add_argument("--rtt", type=_list, default=None, metavar="A,B,...", help="round-trip times to sweep")
     parser.add_argument("--rate", type=_list, default=None, metavar="A,B,...", help="link rates to sweep")
-    _run_args(parser)
-    parser.add_argument("--resume", type=Path, default=None, metavar="FOLDER",
-                        help="run the points of an interrupted sweep that did not pass (its grid as stored)")
-    parser.add_argument("--json", action="store_true", help='print {"points": [...], "rejected": [...]}')
+    _run_args(parser, resume="run the points of an interrupted sweep that did not pass (its grid as stored)",
+              json='print {"points": [...], "rejected": [...]}')
     parser.set_defaults(func=cmd_sweep)
     return parser
 
@@ -82,16 +80,17 @@ def add_tune_parser(subparsers: Any) -> argparse.ArgumentParser:
                              "profiles of the platform)")
     parser.add_argument("--seed", type=int, default=None, help="the sampler's seed (default 1)")
     parser.add_argument("--link", default=None, metavar="PRESET", help="the platform's link preset (default: direct)")
-    _run_args(parser)
-    parser.add_argument("--resume", type=Path, default=None, metavar="FOLDER",
-                        help="finish an interrupted tune: its trials that ended are kept, not run again")
-    parser.add_argument("--json", action="store_true", help="print the frontier and every trial as JSON")
+    _run_args(parser, resume="finish an interrupted tune: its trials that ended are kept, not run again",
+              json="print the frontier and every trial as JSON")
     parser.set_defaults(func=cmd_tune)
     return parser
 
 
-def _run_args(parser: argparse.ArgumentParser) -> None:
-    """What every run of a sweep or tune shares: workload, time, Ray, folders."""
+def _run_args(parser: argparse.ArgumentParser, resume: str, json: str) -> None:
+    """What every run of a sweep or tune shares: workload, time, Ray, folders, and the two options whose words
+    differ (`--resume FOLDER`, `--json`)."""
+    parser.add_argument("--resume", type=Path, default=None, metavar="FOLDER", help=resume)
+    parser.add_argument("--json", action="store_true", help=json)
     parser.add_argument("--workload", default=None, choices=ONE_WAY, help="the workload (default rx)")
     parser.add_argument("--seconds", type=float, default=None, help="duration of each run (default 3)")
     parser.add_argument("--chunk", type=size_arg, default=None, help="discard and sock-*: bytes per write or read")

@@ -34,13 +34,19 @@ ns_t clock_pair(struct timespec *rt, int tries)
     return mono;
 }
 
+/* Both exits print the same way; only the tail and the status tell a usage error from a failure. */
+static void say(const char *fmt, va_list ap, const char *tail)
+{
+    fputs("netrepro-link: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(tail, stderr);
+}
+
 void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("netrepro-link: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say(fmt, ap, "\n");
     va_end(ap);
     exit(1);
 }
@@ -49,9 +55,7 @@ void usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("netrepro-link: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (see --help)\n", stderr);
+    say(fmt, ap, " (see --help)\n");
     va_end(ap);
     exit(2);
 }
