@@ -50,7 +50,7 @@ def measure(elf: Path, seconds: float, hogs: int) -> dict[str, object]:
             engine = make_engine(platform, elf, Path(tmp), Path(tmp))
             with engine:
                 console = engine.start(timeout=30)
-                iterations = int(seconds * platform.firmware["cpu_hz"] / CYCLES_PER_ITERATION)
+                iterations = int(seconds * platform.firmware.cpu_hz / CYCLES_PER_ITERATION)
                 t0 = time.monotonic()
                 line = console.command(f"spin {iterations}", timeout=seconds * 5 + 30)
                 wall = time.monotonic() - t0

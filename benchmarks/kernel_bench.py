@@ -81,8 +81,8 @@ def board(name: str, runs: int) -> dict[str, Any]:
                 run["wall_s"] = round(time.monotonic() - start, 2)
                 results.append(run)
     median = {key: statistics.median(r["costs"][key] for r in results) for key in results[0]["costs"]}
-    return {"platform": name, "core": platform.engine["cpu"], "machine": platform.engine["machine"],
-            "real_cpu": platform.real["cpu"], "clock_mhz": cpu.clock_mhz, "ipc": cpu.ipc, "model_mips": cpu.model_mips,
+    return {"platform": name, "core": platform.engine.cpu, "machine": platform.engine.machine,
+            "real_cpu": platform.real.cpu, "clock_mhz": cpu.clock_mhz, "ipc": cpu.ipc, "model_mips": cpu.model_mips,
             "host_mips": device.host_mips, "icount_shift": device.icount_shift, "dilation": round(device.dilation, 3),
             "firmware": firmware.key, "runs": results, "median": median,
             "tests_passed": min(r["passed"] for r in results), "tests_failed": max(r["failed"] for r in results)}

@@ -33,7 +33,7 @@ SPIN_BOARD_S = 0.5  # board seconds of busy loop per measurement
 
 
 def tick_input_hz(platform) -> int:
-    return PIT_HZ if platform.engine["machine"] == "pc" else int(platform.firmware["cpu_hz"])
+    return PIT_HZ if platform.engine.machine == "pc" else platform.firmware.cpu_hz
 
 
 def fields(line: str, kind: str) -> dict[str, int]:
@@ -63,7 +63,7 @@ def board(request, tree, tmp_path_factory):
     """A QEMU board booted in device time and told its dilation, once per platform."""
     platform = load_platform(request.param)
     elf = build_firmware(platform, resolve_profile(platform, QEMU_BOARDS[request.param][0]), tree).elf
-    device_time = plan_time(platform.engine["kind"], platform.cpu, "device")
+    device_time = plan_time(platform.engine.kind, platform.cpu, "device")
     assert device_time.icount_shift is not None
     run_dir = tmp_path_factory.mktemp(request.param)
     with make_engine(platform, elf, run_dir, run_dir, time=device_time) as engine:
@@ -127,7 +127,7 @@ def ethernut(tree):
 
 def test_the_ethernut_keeps_its_tick_and_reports_its_load(ethernut, tmp_path):
     platform, elf = ethernut
-    device_time = plan_time(platform.engine["kind"], platform.cpu, "device")
+    device_time = plan_time(platform.engine.kind, platform.cpu, "device")
     with make_engine(platform, elf, tmp_path, tmp_path, time=device_time) as engine:
         console = engine.start(timeout=30)
         # The board host paces simulated cycles itself: the firmware's tick is never stretched.

@@ -193,7 +193,7 @@ def test_an_xbox_firmware_without_the_option_has_no_kernel(tree):
     """The i386 port is compiled for every Xbox build, and a NO_SYS 1 one drops all of it: no kernel function, the
     IDT's 48 vectors without the switch's, the plain interrupt stub (no interrupt stack), no kernel section linked."""
     platform = load_platform("xbox")
-    nm = f"{platform.firmware['toolchain']}nm"
+    nm = f"{platform.firmware.toolchain}nm"
     plain = build_firmware(platform, resolve_profile(platform, "nxdk-nvnetdrv"), tree)
     names = symbols(plain.elf, nm)
     assert not sorted(n for n in names if KERNEL_SYMBOL.match(n))

@@ -69,7 +69,7 @@ def builds(tree):
 
 def _nm(platform: str, *paths: Path) -> list[tuple[int, int, str, str]]:
     """(address, size, type, name) of every sized symbol nm lists, read here apart from lwip_ram.py."""
-    toolchain = load_platform(platform).firmware["toolchain"]
+    toolchain = load_platform(platform).firmware.toolchain
     out = subprocess.run([f"{toolchain}nm", "-S", *map(str, paths)], capture_output=True, text=True, check=True,
                          timeout=60).stdout
     rows = [line.split() for line in out.splitlines()]

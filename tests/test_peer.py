@@ -33,7 +33,7 @@ def test_the_peer_pings_the_board_and_learns_its_mac(n6, firmware, tmp_path, no_
     with Session(n6, firmware, tmp_path, LinkSpec()) as rig:
         assert [rig.ping() for _ in range(5)] == [True] * 5
         neigh = rig.namespace.run(["ip", "neigh", "show", rig.addresses.device]).stdout
-        assert n6.nic["mac"] in neigh.lower()
+        assert n6.nic.mac in neigh.lower()
         stats = rig.console.stats()
         assert stats["icmp.recv"] >= 5 and stats["etharp.recv"] >= 1
     frames = read_pcap(tmp_path / "capture.pcap")

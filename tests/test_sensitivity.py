@@ -251,7 +251,7 @@ def test_a_nic_input_changes_that_key_and_holds_the_other_at_its_value():
     to_device = Session.link_as_run(held.link_spec(), held.platform).to_device
     assert (to_device.pace_burst_frames, to_device.sock_frames) == (4, 11)
     hold = _setup("xbox", "nvnetdrv duplex rx, hold")
-    assert apply(hold, Target("nic", "xbox", "rx_burst_frames"), 8).platform.nic["rx_overflow"] == "hold"
+    assert apply(hold, Target("nic", "xbox", "rx_burst_frames"), 8).platform.nic.rx_overflow == "hold"
 
 
 def test_the_ipc_sets_the_modelled_rate_in_device_time():

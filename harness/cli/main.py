@@ -326,14 +326,14 @@ def _link_name(args: argparse.Namespace) -> str:
 def cmd_platforms(args: argparse.Namespace) -> int:
     platforms = [load_platform(name) for name in platform_names()]
     if args.json:
-        print(json.dumps([{"name": p.name, "description": p.description, "engine": p.engine["kind"],
-                           "machine": p.engine["machine"], "profiles": p.profiles,
+        print(json.dumps([{"name": p.name, "description": p.description, "engine": p.engine.kind,
+                           "machine": p.engine.machine, "profiles": p.profiles,
                            "default_profile": p.default_profile, "links": sorted(p.links)}
                           for p in platforms], indent=2))
         return 0
     for p in platforms:
         print(f"{p.name}: {p.description}")
-        print(f"  engine:   {p.engine['kind']} {p.engine['machine']} ({p.engine.get('cpu', '?')})")
+        print(f"  engine:   {p.engine.kind} {p.engine.machine} ({p.engine.cpu or '?'})")
         print(f"  profiles: {', '.join(p.profiles)} (default {p.default_profile})")
         print(f"  links:    {', '.join(sorted(p.links))}")
     return 0
@@ -477,7 +477,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
     run_dir = Path(tempfile.mkdtemp(prefix=f"netrepro-boot-{platform.name}-"))
     ok = False
     try:
-        progress.step(f"booting {platform.name} on {platform.engine['kind']} {platform.engine['machine']}")
+        progress.step(f"booting {platform.name} on {platform.engine.kind} {platform.engine.machine}")
         with make_engine(platform, firmware.elf, run_dir, run_dir) as engine:
             console = engine.start(timeout=args.timeout)
             options = console.opts()
@@ -521,7 +521,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
             print("  " + " ".join(f"{k}={v}" for k, v in threads["totals"].items()))
     if "NO_SYS" in forced:
         # Only boards with netrepro's kernel (firmware/kernel, arch/<arch>/kernel_port.c) run NO_SYS 0.
-        why = platform.firmware.get("no_sys_1_only", "the board has no port of netrepro's kernel")
+        why = platform.firmware.no_sys_1_only or "the board has no port of netrepro's kernel"
         print(f"netrepro: {platform.name} runs NO_SYS 1 only ({why}): the options file's NO_SYS 0 runs as "
               "NO_SYS 1", file=sys.stderr)
         for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:

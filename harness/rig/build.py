@@ -127,16 +127,16 @@ def lwip_version(tree: Path) -> str:
 def generated_files(platform: Platform) -> dict[str, str]:
     """board_config.h and memory.ld, made from the platform description."""
     config = [
-        f'#define BOARD_NAME "{platform.firmware["board"]}"',
-        f'#define NIC_NAME "{platform.firmware["nic"]}"',
-        f"#define CPU_HZ {int(platform.firmware['cpu_hz'])}u",
-        f"#define CONSOLE_UART_BASE {int(platform.console['base']):#010x}u",
-        f"#define NIC_BASE {int(platform.nic['base']):#010x}u",
-        f"#define NIC_IRQ {int(platform.nic['irq'])}",
+        f'#define BOARD_NAME "{platform.firmware.board}"',
+        f'#define NIC_NAME "{platform.firmware.nic}"',
+        f"#define CPU_HZ {platform.firmware.cpu_hz}u",
+        f"#define CONSOLE_UART_BASE {platform.console.base:#010x}u",
+        f"#define NIC_BASE {platform.nic.base:#010x}u",
+        f"#define NIC_IRQ {platform.nic.irq}",
     ]
     config.append(f"#define BOARD_CLOCK_SUBTICKS {CLOCK_SUBTICKS_PER_MS}u")  # timer interrupts a board ms
-    if platform.clock_port:  # the serial port the tick sends the board's clock on (device time)
-        config.append(f"#define CLOCK_PORT_BASE {int(platform.clock_port['base']):#010x}u")
+    if platform.clock_port is not None:  # the serial port the tick sends the board's clock on (device time)
+        config.append(f"#define CLOCK_PORT_BASE {platform.clock_port.base:#010x}u")
     regions = [f"  {r.role.upper():<5} ({'rx' if r.role == 'code' else 'rwx'}) : "
                f"ORIGIN = {r.origin:#010x}, LENGTH = {r.length}" for r in platform.memory.values()]
     memory = "MEMORY\n{\n" + "\n".join(regions) + "\n}\n"
@@ -155,13 +155,13 @@ def build_firmware(platform: Platform, profile: Profile, tree: Path,
         with open(cache_dir("builds") / f"{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers building the same image wait here
             if not (final / "firmware.elf").is_file():
-                progress(f"building firmware {platform.firmware['board']}/{profile.name} (lwIP {version})")
+                progress(f"building firmware {platform.firmware.board}/{profile.name} (lwIP {version})")
                 _make(platform, profile, tree, generated, final)
                 rebuilt = True
     info = _read_info(final)
     firmware = Firmware(final / "firmware.elf", final, key, profile, tree, version, rebuilt,
                         tuple(info.get("stand_ins", ())), tuple(info.get("warnings", ())),
-                        tuple(info.get("apps", ())), cached_lwip_ram(final, platform.firmware["toolchain"]))
+                        tuple(info.get("apps", ())), cached_lwip_ram(final, platform.firmware.toolchain))
     for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
         progress(line)
     return firmware
@@ -189,7 +189,7 @@ def _read_info(final: Path) -> dict[str, list[str]]:
 
 
 def _toolchain(platform: Platform) -> str:
-    gcc = f"{platform.firmware['toolchain']}gcc"
+    gcc = f"{platform.firmware.toolchain}gcc"
     if shutil.which(gcc) is None:
         raise NetreproError(f"compiler {gcc} not found",
                             f"run ./tools/bootstrap {platform.name} to install the toolchain")
@@ -230,7 +230,7 @@ def _prepare(platform: Platform, profile: Profile, tree: Path, generated: dict[s
         stub.write_text(f"/* netrepro --stub-header {header}: an empty stand-in for the port's header */\n")
     (work / "profile.txt").write_text(f"{profile.name}\n{profile.header}\n")
     user_inc = [*map(str, profile.include_dirs), str(gen / "stubs")]  # a real header beats a stub
-    make_vars = [f"BOARD={platform.firmware['board']}", f"NIC={platform.firmware['nic']}",
+    make_vars = [f"BOARD={platform.firmware.board}", f"NIC={platform.firmware.nic}",
                  f"LWIP_DIR={tree}", f"OUT={work}", f"GEN_DIR={gen}", f"PROFILE_H={profile.header}",
                  f"PROFILE_NAME={profile.name}", f"USER_INC={' '.join(user_inc)}"]
     stand_ins = [f"{h} -> empty header" for h in profile.stub_headers]
