@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.engine import QemuEngine  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
@@ -65,8 +65,8 @@ def parse(text: str) -> dict[str, Any]:
 def board(name: str, runs: int) -> dict[str, Any]:
     platform = load_platform(name)
     tree = lwip_tree()
-    firmware = build_firmware(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"],
-                                                        lwip_tree=tree), tree)
+    firmware = build_firmware(FirmwareConfig(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"],
+                                                        lwip_tree=tree), tree))
     device = platform.time(TimeChoice("device"))
     cpu = platform.cpu
     assert cpu is not None

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import harness.rig.build as build_module
 import harness.runs.plan as run_module
 import harness.studies.reproduce as reproduce_module
 from harness.analysis import AnalysisSummary
@@ -278,8 +279,8 @@ def test_the_setup_is_the_run_reproduce_makes(tmp_path, monkeypatch):
         return _result(plan.link.as_dict(), plan.workload, 10.0)
 
     monkeypatch.setattr(reproduce_module, "lwip_tree", lambda path: tmp_path)
-    monkeypatch.setattr(run_module, "build_firmware", lambda platform, profile, *_: SimpleNamespace(
-        profile=profile))
+    monkeypatch.setattr(build_module, "lwip_tree", lambda path: tmp_path)
+    monkeypatch.setattr(run_module, "build_firmware", lambda config, *_: SimpleNamespace(profile=config.profile))
     monkeypatch.setattr(run_module.RunPlan, "start", start)
     for name in ("openmv-n6", "ethernut2"):
         plans.clear()

@@ -30,11 +30,10 @@ from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec, parse_rate
 from harness.link.air import ACKS_PER_SEGMENT, bus_rate_bps, frames_per_turn, saturated_rate_bps
-from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
+from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree, resolve_firmware
 from harness.rig.engine import make_engine
 from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform, platform_names
-from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import ONE_WAY, WORKLOADS, Workload
 from harness.runs.disturbed import risk_text
@@ -471,9 +470,10 @@ def _rate(bps: object) -> str:
 def cmd_boot(args: argparse.Namespace) -> int:
     progress = command_progress(args)
     platform = load_platform(args.platform)
-    tree = lwip_tree(args.lwip_tree)
-    profile = resolve_profile(platform, args.lwip, args.include, args.set, tree, args.source, args.stub_header)
-    firmware = build_firmware(platform, profile, tree, progress.step)
+    config = resolve_firmware(platform, args.lwip, args.include, args.set, args.lwip_tree, args.source,
+                              args.stub_header)
+    profile = config.profile
+    firmware = build_firmware(config, progress.step)
     run_dir = Path(tempfile.mkdtemp(prefix=f"netrepro-boot-{platform.name}-"))
     ok = False
     try:

@@ -1,5 +1,8 @@
 """Firmware build: platform + profile + lwIP tree -> ELF, cached by a hash of every input.
 
+`resolve_firmware` turns what the user gave (a profile name or a lwipopts.h with its -I, --set,
+--source and --stub-header, and the lwIP tree) into a FirmwareConfig once; `build_firmware` takes that.
+
 A user's own lwipopts.h is built as it is. Before make runs, the options file is run through the
 cross compiler's preprocessor alone: a header it includes that cannot be found is a one-line
 error offering `-I DIR` or `--stub-header NAME`, and every option it sets that this lwIP never
@@ -35,6 +38,7 @@ from harness.rig.profile import (
     known_options,
     macros_calling,
     parse_macro_dump,
+    resolve_profile,
     unknown_options,
     user_macros,
 )
@@ -94,6 +98,15 @@ class Firmware:
     lwip_ram: LwipRam | None = None   # lwIP's heap, pools and other static data (lwip_ram.json beside the ELF)
 
 
+@dataclass(frozen=True)
+class FirmwareConfig:
+    """A firmware to build, resolved once: the board, its lwIP options and the lwIP tree they are checked against."""
+
+    platform: Platform
+    profile: Profile
+    tree: Path
+
+
 @dataclass
 class _Build:
     """One build in progress: its folders, make's variables and what it has found so far."""
@@ -116,6 +129,16 @@ def lwip_tree(path: str | Path | None = None) -> Path:
                                 f"point --lwip-tree or {LWIP_TREE_ENV} at the top of an lwIP checkout")
         raise NetreproError("lwIP source is missing", "run ./tools/bootstrap (it fetches Debian's lwip source)")
     return tree
+
+
+def resolve_firmware(platform: Platform, spec: str | None = None, include_dirs: list[str] | None = None,
+                     overrides: list[str] | None = None, tree: str | Path | None = None,
+                     sources: list[str] | None = None, stub_headers: list[str] | None = None) -> FirmwareConfig:
+    """The firmware `--lwip NAME_OR_PATH`, `-I DIR`, `--set NAME=VALUE`, `--lwip-tree DIR`, `--source FILE.c`
+    and `--stub-header NAME` ask for (the --set names checked against that tree)."""
+    chosen = lwip_tree(tree)
+    profile = resolve_profile(platform, spec, include_dirs, overrides, chosen, sources, stub_headers)
+    return FirmwareConfig(platform, profile, chosen)
 
 
 def lwip_version(tree: Path) -> str:
@@ -143,11 +166,10 @@ def generated_files(platform: Platform) -> dict[str, str]:
     return {"board_config.h": "\n".join(config) + "\n", "memory.ld": memory}
 
 
-def build_firmware(platform: Platform, profile: Profile, tree: Path,
-                   progress: Callable[[str], None] = lambda _: None) -> Firmware:
+def build_firmware(config: FirmwareConfig, progress: Callable[[str], None] = lambda _: None) -> Firmware:
     """Build (or reuse) the firmware for this platform, profile and lwIP tree."""
-    generated = generated_files(platform)
-    key = firmware_key(platform, profile, tree)
+    platform, profile, tree = config.platform, config.profile, config.tree
+    key = firmware_key(config)
     final = cache_dir("builds") / key
     version = lwip_version(tree)
     rebuilt = False
@@ -156,7 +178,7 @@ def build_firmware(platform: Platform, profile: Profile, tree: Path,
             fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers building the same image wait here
             if not (final / "firmware.elf").is_file():
                 progress(f"building firmware {platform.firmware.board}/{profile.name} (lwIP {version})")
-                _make(platform, profile, tree, generated, final)
+                _make(config, final)
                 rebuilt = True
     info = _read_info(final)
     firmware = Firmware(final / "firmware.elf", final, key, profile, tree, version, rebuilt,
@@ -167,9 +189,10 @@ def build_firmware(platform: Platform, profile: Profile, tree: Path,
     return firmware
 
 
-def firmware_key(platform: Platform, profile: Profile, tree: Path) -> str:
+def firmware_key(config: FirmwareConfig) -> str:
     """The build's cache key: a hash of every input (firmware, lwIP, the user's header and what it
     includes, --source files, stub header names, overrides, generated files, the compiler)."""
+    platform, profile, tree = config.platform, config.profile, config.tree
     inputs = [*tree_files(FIRMWARE_DIR), *tree_files(tree / "src"), *profile.input_files()]
     return content_hash(inputs, [*generated_files(platform).values(), profile.overlay(), profile.name,
                                  _toolchain(platform), *map(str, profile.include_dirs), *map(str, profile.sources),
@@ -197,8 +220,9 @@ def _toolchain(platform: Platform) -> str:
     return out.splitlines()[0] if out else gcc
 
 
-def _make(platform: Platform, profile: Profile, tree: Path, generated: dict[str, str], final: Path) -> None:
-    build = _prepare(platform, profile, tree, generated, final)
+def _make(config: FirmwareConfig, final: Path) -> None:
+    profile, tree = config.profile, config.tree
+    build = _prepare(config, final)
     flags = _print_flags(build)
     build.apps = ["shell", *flags["APPS"].split()]
     macros = _probe_options(build, profile, tree, shlex.split(flags["CC"]) + shlex.split(flags["CFLAGS"]))
@@ -216,12 +240,13 @@ def _make(platform: Platform, profile: Profile, tree: Path, generated: dict[str,
     build.work.rename(final)
 
 
-def _prepare(platform: Platform, profile: Profile, tree: Path, generated: dict[str, str], final: Path) -> _Build:
+def _prepare(config: FirmwareConfig, final: Path) -> _Build:
     """The work folder with the generated headers and the stub headers, and make's variables."""
+    platform, profile, tree = config.platform, config.profile, config.tree
     work = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=final.parent))
     gen = work / "gen"
     (gen / "stubs").mkdir(parents=True)
-    for name, text in generated.items():
+    for name, text in generated_files(platform).items():
         (gen / name).write_text(text)
     (gen / "netrepro_overrides.h").write_text(profile.overlay())
     for header in profile.stub_headers:
