@@ -3,7 +3,8 @@
 A description says which engine and machine run the board, the facts the firmware needs
 (memory map, console, NIC address and interrupt), the link presets that go with the board
 and the lwIP option profiles known for it. It is engine-neutral on purpose: the `engine`
-table names the engine, the rest describes the board.
+table names the engine, the rest describes the board. Each table is loaded once into a frozen
+dataclass (Nic, BoardEngine, ...) whose fields are the table's keys.
 """
 
 from __future__ import annotations
@@ -265,6 +266,8 @@ def _section(path: Path, name: str, table: dict[str, Any]) -> Any:
 
 
 def _typed(path: Path, where: str, hint: Any, value: Any) -> Any:
+    """The value as its field's type (a TOML list becomes a tuple); a wrong type is named here, at load,
+    rather than failing later inside a build or a run."""
     kind = next(a for a in get_args(hint) if a is not type(None)) if isinstance(hint, types.UnionType) else hint
     if get_origin(kind) is tuple:
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
