@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree  # noqa: E402
 from harness.rig.engine import make_engine, parse_host_summary  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
@@ -50,7 +50,7 @@ def measure(elf: Path, seconds: float, hogs: int) -> dict[str, object]:
             engine = make_engine(platform, elf, Path(tmp), Path(tmp))
             with engine:
                 console = engine.start(timeout=30)
-                iterations = int(seconds * platform.firmware["cpu_hz"] / CYCLES_PER_ITERATION)
+                iterations = int(seconds * platform.firmware.cpu_hz / CYCLES_PER_ITERATION)
                 t0 = time.monotonic()
                 line = console.command(f"spin {iterations}", timeout=seconds * 5 + 30)
                 wall = time.monotonic() - t0
@@ -71,7 +71,7 @@ def main() -> int:
     args = parser.parse_args()
     platform = load_platform("ethernut2")
     tree = lwip_tree()
-    elf = build_firmware(platform, resolve_profile(platform, "nutos-default", [], [], tree), tree).elf
+    elf = build_firmware(FirmwareConfig(platform, resolve_profile(platform, "nutos-default", [], [], tree), tree)).elf
     rows = [measure(elf, args.seconds, hogs) for hogs in (0, *args.hogs)]
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")

@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.engine import QemuEngine  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
@@ -65,8 +65,8 @@ def parse(text: str) -> dict[str, Any]:
 def board(name: str, runs: int) -> dict[str, Any]:
     platform = load_platform(name)
     tree = lwip_tree()
-    firmware = build_firmware(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"],
-                                                        lwip_tree=tree), tree)
+    firmware = build_firmware(FirmwareConfig(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"],
+                                                        lwip_tree=tree), tree))
     device = platform.time(TimeChoice("device"))
     cpu = platform.cpu
     assert cpu is not None
@@ -81,8 +81,8 @@ def board(name: str, runs: int) -> dict[str, Any]:
                 run["wall_s"] = round(time.monotonic() - start, 2)
                 results.append(run)
     median = {key: statistics.median(r["costs"][key] for r in results) for key in results[0]["costs"]}
-    return {"platform": name, "core": platform.engine["cpu"], "machine": platform.engine["machine"],
-            "real_cpu": platform.real["cpu"], "clock_mhz": cpu.clock_mhz, "ipc": cpu.ipc, "model_mips": cpu.model_mips,
+    return {"platform": name, "core": platform.engine.cpu, "machine": platform.engine.machine,
+            "real_cpu": platform.real.cpu, "clock_mhz": cpu.clock_mhz, "ipc": cpu.ipc, "model_mips": cpu.model_mips,
             "host_mips": device.host_mips, "icount_shift": device.icount_shift, "dilation": round(device.dilation, 3),
             "firmware": firmware.key, "runs": results, "median": median,
             "tests_passed": min(r["passed"] for r in results), "tests_failed": max(r["failed"] for r in results)}

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from harness.link import LinkSpec  # noqa: E402
 from harness.link.saturate import udp_saturation  # noqa: E402
-from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
@@ -97,7 +97,7 @@ def main() -> int:
     args = parser.parse_args()
     platform = load_platform("openmv-n6")
     profile = "mp-n6-after"
-    firmware = build_firmware(platform, resolve_profile(platform, profile), lwip_tree())
+    firmware = build_firmware(FirmwareConfig(platform, resolve_profile(platform, profile), lwip_tree()))
     base = LinkSpec.from_preset(platform.link_preset("wifi"))
     rows = []
     for agg in (int(a) for a in args.agg.split(",")):

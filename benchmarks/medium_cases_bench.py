@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree  # noqa: E402
 from harness.rig.devicetime import TimeChoice  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
 from harness.runs.plan import RunPlan  # noqa: E402
@@ -54,7 +54,7 @@ def run_case(setup, preset: str, tree: Path, repeats: int) -> dict:
     links = {**setup.platform.links, setup.link: setup.platform.links[preset]}  # the case's wifi, on this medium
     platform = dataclasses.replace(setup.platform, links=links)
     setup = dataclasses.replace(setup, platform=platform)
-    firmware = build_firmware(platform, resolve_profile(platform, setup.profile), tree)
+    firmware = build_firmware(FirmwareConfig(platform, resolve_profile(platform, setup.profile), tree))
     plan = RunPlan(platform, firmware, setup.link_spec(), setup.workload, time=platform.time(setup.time))
     runs = []
     for _ in range(repeats):

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.link import LinkSpec  # noqa: E402
-from harness.rig.build import build_firmware, lwip_tree  # noqa: E402
+from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree  # noqa: E402
 from harness.rig.platform import load_platform  # noqa: E402
 from harness.rig.profile import resolve_profile  # noqa: E402
 from harness.rig.workload import Workload  # noqa: E402
@@ -48,7 +48,7 @@ def main() -> int:
     cases = [("window", p, "5.5ms", "100mbit") for p in ("mp-n6-before", "mp-n6-after")]
     cases += [("capacity", "mp-n6-after", "0.2ms", rate) for rate in ("50mbit", "70mbit", "100mbit")]
     for kind, profile, rtt, rate in cases:
-        firmware = build_firmware(platform, resolve_profile(platform, profile), tree)
+        firmware = build_firmware(FirmwareConfig(platform, resolve_profile(platform, profile), tree))
         link = LinkSpec().override(rtt=rtt, rate=rate)
         runs = [one_run(platform, firmware, link, args.seconds) for _ in range(args.repeats)]
         mbps = [r["mbps"] for r in runs]

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from matplotlib.figure import Figure  # noqa: E402
 
 from harness.core.progress import Progress  # noqa: E402
-from harness.rig.build import build_firmware  # noqa: E402
+from harness.rig.build import FirmwareConfig, build_firmware  # noqa: E402
 from harness.rig.workload import Workload  # noqa: E402
 from harness.studies.parallel import RayRunner, ray_session  # noqa: E402
 from harness.studies.sweep import Axis, SweepSpec, check_sweep, run_sweep  # noqa: E402
@@ -56,7 +56,7 @@ def prebuild(spec: SweepSpec) -> None:
     """Every configuration's firmware into the build cache first, so neither sweep's wall time counts builds."""
     platform, tree = check_sweep(spec)
     for options in spec.configurations():
-        build_firmware(platform, spec.configuration(options).profile(platform, tree), tree)
+        build_firmware(FirmwareConfig(platform, spec.configuration(options).profile(platform, tree), tree))
 
 
 def one_sweep(spec: SweepSpec, jobs: int, out: Path) -> tuple[list[dict[str, Any]], float]:

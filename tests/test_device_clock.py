@@ -14,7 +14,7 @@ import time
 import pytest
 
 from harness.core.errors import NetreproError
-from harness.rig.build import build_firmware
+from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS, plan_time
 from harness.rig.engine import make_engine
 from harness.rig.platform import load_platform
@@ -33,7 +33,7 @@ SPIN_BOARD_S = 0.5  # board seconds of busy loop per measurement
 
 
 def tick_input_hz(platform) -> int:
-    return PIT_HZ if platform.engine["machine"] == "pc" else int(platform.firmware["cpu_hz"])
+    return PIT_HZ if platform.engine.machine == "pc" else platform.firmware.cpu_hz
 
 
 def fields(line: str, kind: str) -> dict[str, int]:
@@ -62,8 +62,8 @@ class Board:
 def board(request, tree, tmp_path_factory):
     """A QEMU board booted in device time and told its dilation, once per platform."""
     platform = load_platform(request.param)
-    elf = build_firmware(platform, resolve_profile(platform, QEMU_BOARDS[request.param][0]), tree).elf
-    device_time = plan_time(platform.engine["kind"], platform.cpu, "device")
+    elf = build_firmware(FirmwareConfig(platform, resolve_profile(platform, QEMU_BOARDS[request.param][0]), tree)).elf
+    device_time = plan_time(platform.engine.kind, platform.cpu, "device")
     assert device_time.icount_shift is not None
     run_dir = tmp_path_factory.mktemp(request.param)
     with make_engine(platform, elf, run_dir, run_dir, time=device_time) as engine:
@@ -122,12 +122,12 @@ def test_a_tick_the_timer_cannot_hold_is_refused_and_the_tick_stays(board):
 @pytest.fixture(scope="module")
 def ethernut(tree):
     platform = load_platform("ethernut2")
-    return platform, build_firmware(platform, resolve_profile(platform, "nutos-default"), tree).elf
+    return platform, build_firmware(FirmwareConfig(platform, resolve_profile(platform, "nutos-default"), tree)).elf
 
 
 def test_the_ethernut_keeps_its_tick_and_reports_its_load(ethernut, tmp_path):
     platform, elf = ethernut
-    device_time = plan_time(platform.engine["kind"], platform.cpu, "device")
+    device_time = plan_time(platform.engine.kind, platform.cpu, "device")
     with make_engine(platform, elf, tmp_path, tmp_path, time=device_time) as engine:
         console = engine.start(timeout=30)
         # The board host paces simulated cycles itself: the firmware's tick is never stretched.

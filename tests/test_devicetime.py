@@ -41,7 +41,7 @@ def test_every_platform_has_a_model_and_its_dilation():
                 "ethernut2": (14.7456, None, 1.0)}
     for name, (mips, shift, dilation) in expected.items():
         platform = load_platform(name)
-        time = plan_time(platform.engine["kind"], platform.cpu, "device")
+        time = plan_time(platform.engine.kind, platform.cpu, "device")
         assert (time.model_mips, time.icount_shift) == (mips, shift), name
         assert time.dilation == pytest.approx(dilation), name
         assert time.qemu_args() == ([] if shift is None else ["-icount", f"shift={shift},align=on,sleep=on"])

@@ -109,8 +109,7 @@ def test_the_policy_stops_after_its_tries_and_the_last_run_stands_still_marked(t
 
 def test_run_repeats_a_disturbed_run(tmp_path, disturbed, monkeypatch, capsys):
     monkeypatch.setattr(one_run_module, "build_firmware", lambda *_: FIRMWARE)
-    monkeypatch.setattr(one_run_module, "lwip_tree", lambda path: tmp_path)
-    monkeypatch.setattr(Configuration, "profile", lambda self, *_: SimpleNamespace(name="p"))
+    monkeypatch.setattr(Configuration, "resolve", lambda self, *_: SimpleNamespace(profile=SimpleNamespace(name="p")))
     monkeypatch.setattr(TimeChoice, "for_platform", lambda self, *_: _device_time())
     assert main(["run", "openmv-n6", "--workload", "rx", "--seconds", "1", "--out", str(tmp_path), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -121,7 +120,8 @@ def test_run_repeats_a_disturbed_run(tmp_path, disturbed, monkeypatch, capsys):
 def test_compare_repeats_a_disturbed_run(tmp_path, disturbed, monkeypatch):
     monkeypatch.setattr(compare_module, "build_firmware", lambda *_: FIRMWARE)
     monkeypatch.setattr(compare_module, "lwip_tree", lambda path: tmp_path)
-    monkeypatch.setattr(Configuration, "profile", lambda self, *_: SimpleNamespace(name=self.lwip))
+    monkeypatch.setattr(Configuration, "resolve",
+                        lambda self, *_: SimpleNamespace(profile=SimpleNamespace(name=self.lwip)))
     monkeypatch.setattr(TimeChoice, "for_platform", lambda self, *_: _device_time())
     document = compare("openmv-n6", [Configuration("a"), Configuration("b")], LinkSpec(), Workload("rx", seconds=1),
                        repeats=1, out=tmp_path)

@@ -16,7 +16,7 @@ import pytest
 
 from harness.analysis import load_capture
 from harness.core.errors import NetreproError
-from harness.rig.build import build_firmware
+from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.engine import SimavrBoardHost, make_engine, parse_host_summary
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
@@ -35,7 +35,7 @@ def ethernut():
 
 @pytest.fixture(scope="module")
 def default_elf(ethernut, tree) -> Path:
-    return build_firmware(ethernut, resolve_profile(ethernut, "nutos-default", [], [], tree), tree).elf
+    return build_firmware(FirmwareConfig(ethernut, resolve_profile(ethernut, "nutos-default", [], [], tree), tree)).elf
 
 
 def spin(console, argument: str, timeout: float = 10.0) -> dict[str, int]:

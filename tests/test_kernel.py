@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.rig.build import Firmware, build_firmware
+from harness.rig.build import Firmware, FirmwareConfig, build_firmware
 from harness.rig.devicetime import TimeChoice
 from harness.rig.engine import QemuEngine
 from harness.rig.platform import load_platform
@@ -67,8 +67,8 @@ def expected_tests(board: str) -> tuple[str, ...]:
 
 def kernel_firmware(board: str, tree: Path) -> Firmware:
     platform = load_platform(board)
-    return build_firmware(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"],
-                                                    lwip_tree=tree), tree)
+    return build_firmware(FirmwareConfig(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"],
+                                                    lwip_tree=tree), tree))
 
 
 def symbols(elf: Path, nm: str = "arm-none-eabi-nm") -> dict[str, int]:
@@ -171,7 +171,7 @@ def test_a_firmware_without_the_option_has_no_kernel(tree, board, profile):
     """NO_SYS 1 firmware is what it was: no kernel function, PendSV still the fault dump, no kernel section linked
     (the kernel's objects are built for every Cortex-M board and dropped whole by --gc-sections)."""
     platform = load_platform(board)
-    plain = build_firmware(platform, resolve_profile(platform, profile), tree)
+    plain = build_firmware(FirmwareConfig(platform, resolve_profile(platform, profile), tree))
     names = symbols(plain.elf)
     assert not sorted(n for n in names if KERNEL_SYMBOL.match(n))
     assert vector(plain.elf, PENDSV_VECTOR) == names["fault_entry"] & ~1
@@ -193,8 +193,8 @@ def test_an_xbox_firmware_without_the_option_has_no_kernel(tree):
     """The i386 port is compiled for every Xbox build, and a NO_SYS 1 one drops all of it: no kernel function, the
     IDT's 48 vectors without the switch's, the plain interrupt stub (no interrupt stack), no kernel section linked."""
     platform = load_platform("xbox")
-    nm = f"{platform.firmware['toolchain']}nm"
-    plain = build_firmware(platform, resolve_profile(platform, "nxdk-nvnetdrv"), tree)
+    nm = f"{platform.firmware.toolchain}nm"
+    plain = build_firmware(FirmwareConfig(platform, resolve_profile(platform, "nxdk-nvnetdrv"), tree))
     names = symbols(plain.elf, nm)
     assert not sorted(n for n in names if KERNEL_SYMBOL.match(n))
     assert "isr48" not in names and "isr47" in names
@@ -217,7 +217,8 @@ def test_the_option_is_refused_where_the_kernel_has_no_port(tree):
 
     platform = load_platform("ethernut2")
     with pytest.raises(NetreproError, match="no port for ARCH 'avr'"):
-        build_firmware(platform, resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"], lwip_tree=tree), tree)
+        profile = resolve_profile(platform, None, overrides=["NR_TEST_KERNEL=1"], lwip_tree=tree)
+        build_firmware(FirmwareConfig(platform, profile, tree))
 
 
 def test_the_kernels_tests_are_refused_beside_lwips_threads(tree):
@@ -227,5 +228,5 @@ def test_the_kernels_tests_are_refused_beside_lwips_threads(tree):
     platform = load_platform("xbox")
     profile = resolve_profile(platform, "nxdk-nvnetdrv-os", overrides=["NR_TEST_KERNEL=1"], lwip_tree=tree)
     with pytest.raises(NetreproError, match="run on a NO_SYS 1 build and this options file has NO_SYS 0") as error:
-        build_firmware(platform, profile, tree)
+        build_firmware(FirmwareConfig(platform, profile, tree))
     assert error.value.fix == "use a NO_SYS 1 profile (the platform's default)"

@@ -134,7 +134,7 @@ def test_overflow_in_the_spec_and_from_the_platform(tmp_path):
         path.write_text(body.replace("[nic]\n", "[nic]\n" + nic_lines) + "\n")
         variants[name] = Session.link_as_run(preset, load_platform(str(path)))
     assert variants["hold"].to_device.overflow == "hold" and variants["hold"].to_device.sock_frames == 0
-    burst = int(xbox.nic.get("rx_burst_frames", 0))
+    burst = xbox.nic.rx_burst_frames
     assert variants["drop"].to_device.overflow == "drop"
     assert variants["drop"].to_device.sock_frames == max(2, burst)  # the pacing's burst fits
     assert variants["drop6"].to_device.sock_frames == 6
@@ -154,7 +154,7 @@ def test_a_stand_in_nic_sends_no_faster_than_its_wire():
     from harness.rig.session import Session
 
     n6 = load_platform("openmv-n6")
-    wire = parse_rate(n6.nic["wire_rate"])
+    wire = parse_rate(n6.nic.wire_rate)
     gigabit = LinkSpec.from_preset(n6.link_preset("ethernet"))
     assert gigabit.to_peer.rate_bps > wire
     as_run = Session.link_as_run(gigabit, n6)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.rig.build import Firmware, build_firmware
+from harness.rig.build import Firmware, FirmwareConfig, build_firmware
 from harness.rig.lwip_ram import RAM_FILE, LwipSymbol, cached_lwip_ram, ram_line, tally
 from harness.rig.platform import PROJECT_ROOT, load_platform
 from harness.rig.profile import resolve_profile
@@ -62,14 +62,14 @@ def builds(tree):
         if key not in made:
             platform = load_platform(platform_name)
             profile = resolve_profile(platform, profile_name, overrides=list(overrides), lwip_tree=tree)
-            made[key] = build_firmware(platform, profile, tree)
+            made[key] = build_firmware(FirmwareConfig(platform, profile, tree))
         return made[key]
     return build
 
 
 def _nm(platform: str, *paths: Path) -> list[tuple[int, int, str, str]]:
     """(address, size, type, name) of every sized symbol nm lists, read here apart from lwip_ram.py."""
-    toolchain = load_platform(platform).firmware["toolchain"]
+    toolchain = load_platform(platform).firmware.toolchain
     out = subprocess.run([f"{toolchain}nm", "-S", *map(str, paths)], capture_output=True, text=True, check=True,
                          timeout=60).stdout
     rows = [line.split() for line in out.splitlines()]
@@ -178,7 +178,7 @@ def test_the_measure_is_kept_with_the_build(builds, tree):
     kept = firmware.build_dir / RAM_FILE
     assert json.loads(kept.read_text()) == firmware.lwip_ram.as_dict()
     kept.unlink()  # a build from before lwip_ram.json: measured on its next use
-    again = build_firmware(load_platform("openmv-n6"), firmware.profile, tree)
+    again = build_firmware(FirmwareConfig(load_platform("openmv-n6"), firmware.profile, tree))
     assert not again.rebuilt and again.lwip_ram == firmware.lwip_ram and kept.is_file()
     assert cached_lwip_ram(firmware.build_dir, "no-such-toolchain-") == firmware.lwip_ram  # read, not measured
 

@@ -22,7 +22,7 @@ import pytest
 
 from harness.core.errors import NetreproError
 from harness.core.process import stop
-from harness.rig.build import build_firmware
+from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.console import Console
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
@@ -119,7 +119,7 @@ def test_a_netif_api_file_adds_its_interface_through_the_api(tmp_path: Path, tre
     into the tcpip thread) instead of netif_add() with the core held; the board then serves as before."""
     opts = _opts_file(tmp_path, "netconn", extra="#define LWIP_NETIF_API 1")
     platform = load_platform("openmv-n6")
-    firmware = build_firmware(platform, resolve_profile(platform, str(opts), lwip_tree=tree), tree)
+    firmware = build_firmware(FirmwareConfig(platform, resolve_profile(platform, str(opts), lwip_tree=tree), tree))
     out = subprocess.run(["arm-none-eabi-nm", str(firmware.elf)], capture_output=True, text=True, check=True).stdout
     assert re.search(r" T netifapi_netif_add$", out, re.M), "netifapi_netif_add is not linked"
     result = _run(str(opts), "sock-rx")

@@ -15,7 +15,7 @@ import pytest
 from harness.core.errors import NetreproError
 from harness.core.process import stop
 from harness.link import LinkSpec, read_pcap
-from harness.rig.build import build_firmware
+from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.engine import QMP_TIMEOUT_S, QemuEngine
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session
@@ -26,14 +26,14 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module")
 def firmware(n6, tree):
-    return build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree)
+    return build_firmware(FirmwareConfig(n6, resolve_profile(n6, "mp-n6-before"), tree))
 
 
 def test_the_peer_pings_the_board_and_learns_its_mac(n6, firmware, tmp_path, no_leftovers):
     with Session(n6, firmware, tmp_path, LinkSpec()) as rig:
         assert [rig.ping() for _ in range(5)] == [True] * 5
         neigh = rig.namespace.run(["ip", "neigh", "show", rig.addresses.device]).stdout
-        assert n6.nic["mac"] in neigh.lower()
+        assert n6.nic.mac in neigh.lower()
         stats = rig.console.stats()
         assert stats["icmp.recv"] >= 5 and stats["etharp.recv"] >= 1
     frames = read_pcap(tmp_path / "capture.pcap")

@@ -56,10 +56,10 @@ def test_the_route_is_the_subnets():
 def test_the_peers_connection_to_the_board_has_its_rto_floor_in_the_boards_time(n6, tree, no_leftovers, tmp_path):
     """A real connection from the peer to the board's iperf server in device time: Linux's RTO for it (ss)
     sits at 200 ms of the board's time, D x 200 ms of the wall's, and the route and the namespace say so."""
-    from harness.rig.build import build_firmware
+    from harness.rig.build import FirmwareConfig, build_firmware
     from harness.rig.profile import resolve_profile
 
-    firmware = build_firmware(n6, resolve_profile(n6, "mp-n6-after"), tree)
+    firmware = build_firmware(FirmwareConfig(n6, resolve_profile(n6, "mp-n6-after"), tree))
     time = n6.time(TimeChoice("device"))
     assert time.dilation > 1.0, time
     with Session(n6, firmware, tmp_path, LinkSpec.from_preset(n6.link_preset("ethernet")), time=time) as rig:
@@ -85,10 +85,10 @@ def test_the_peers_connection_to_the_board_has_its_rto_floor_in_the_boards_time(
 
 @pytest.mark.real
 def test_a_peer_that_acks_every_segment_has_quickack_on_its_route(n6, tree, no_leftovers, tmp_path):
-    from harness.rig.build import build_firmware
+    from harness.rig.build import FirmwareConfig, build_firmware
     from harness.rig.profile import resolve_profile
 
-    firmware = build_firmware(n6, resolve_profile(n6, "mp-n6-after"), tree)
+    firmware = build_firmware(FirmwareConfig(n6, resolve_profile(n6, "mp-n6-after"), tree))
     with Session(n6, firmware, tmp_path, LinkSpec(), peer_quickack=True) as rig:
         route = rig.namespace.run(["ip", "route", "show", "10.77.0.0/24"]).stdout
         assert "quickack 1" in route, route

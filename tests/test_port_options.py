@@ -17,7 +17,7 @@ import pytest
 
 from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
-from harness.rig.build import build_firmware, firmware_key
+from harness.rig.build import FirmwareConfig, build_firmware, firmware_key
 from harness.rig.engine import make_engine
 from harness.rig.profile import resolve_profile
 from tests.conftest import netrepro_cli
@@ -160,7 +160,7 @@ def _boot_opts(platform, firmware, run_dir: Path) -> tuple[dict[str, int], list[
 
 def test_a_missing_port_header_is_one_line_offering_include_or_stub(n6, tree, port):
     with pytest.raises(NetreproError) as err:
-        build_firmware(n6, resolve_profile(n6, str(port)), tree)
+        build_firmware(FirmwareConfig(n6, resolve_profile(n6, str(port)), tree))
     message = str(err.value)
     assert "\n" not in message, message
     assert "lwipopts.h:5 includes py/mpconfig.h, which the build cannot find" in message, message
@@ -178,7 +178,7 @@ def test_a_missing_port_header_is_one_line_offering_include_or_stub(n6, tree, po
 def test_a_ports_file_builds_with_the_stand_ins_named_and_its_values_reach_the_firmware(n6, tree, port,
                                                                                      tmp_path, no_leftovers):
     profile = resolve_profile(n6, str(port), stub_headers=["py/mpconfig.h"])
-    firmware = build_firmware(n6, profile, tree)
+    firmware = build_firmware(FirmwareConfig(n6, profile, tree))
     assert firmware.stand_ins == ("py/mpconfig.h -> empty header", "trng_random_u32 -> board RNG")
     assert len(firmware.warnings) == 1, firmware.warnings
     line = next(n for n, text in enumerate(PORT_OPTS.splitlines(), 1) if "LWIP_DHCP_DOES_ACD_CHECK" in text)
@@ -198,7 +198,7 @@ def test_a_ports_file_builds_with_the_stand_ins_named_and_its_values_reach_the_f
 
 def test_the_ports_own_config_header_is_used_when_its_directory_is_given(n6, tree, port, tmp_path, no_leftovers):
     profile = resolve_profile(n6, str(port), include_dirs=[str(tmp_path)])
-    firmware = build_firmware(n6, profile, tree)
+    firmware = build_firmware(FirmwareConfig(n6, profile, tree))
     assert firmware.stand_ins == ("trng_random_u32 -> board RNG",)
     opts, _ = _boot_opts(n6, firmware, tmp_path)
     assert opts["TCP_WND"] == 7 * MSS  # MICROPY_LWIP_TCP_WND_SEGMENTS from the port's py/mpconfig.h
@@ -208,7 +208,7 @@ def test_a_port_function_netrepro_cannot_stand_in_is_one_line_naming_it_its_macr
                                                                                               locking_port):
     profile = resolve_profile(n6, str(locking_port), include_dirs=[str(locking_port.parent / "inc")])
     with pytest.raises(NetreproError) as err:
-        build_firmware(n6, profile, tree)
+        build_firmware(FirmwareConfig(n6, profile, tree))
     message = str(err.value)
     assert "\n" not in message and "does not link" in message, message
     assert "port_route_hook (LWIP_HOOK_IP4_ROUTE_SRC(src,dest) -> port_route_hook, lwipopts.h:14)" in message
@@ -222,7 +222,7 @@ def test_a_ports_source_file_completes_the_build_and_its_locking_is_stood_in(n6,
                                                                              no_leftovers):
     profile = resolve_profile(n6, str(locking_port), include_dirs=[str(locking_port.parent / "inc")],
                               sources=[str(locking_port.parent / "port_hooks.c")])
-    firmware = build_firmware(n6, profile, tree)
+    firmware = build_firmware(FirmwareConfig(n6, profile, tree))
     assert firmware.stand_ins == ("port_enter_critical -> board interrupt mask",
                                   "port_exit_critical -> board interrupt restore")
     assert firmware.warnings == ()
@@ -247,7 +247,7 @@ def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_hea
     source = locking_port.parent / "port_hooks.c"
 
     def key(**extra: list[str]) -> str:
-        return firmware_key(n6, resolve_profile(n6, str(locking_port), include_dirs=inc, **extra), tree)
+        return firmware_key(FirmwareConfig(n6, resolve_profile(n6, str(locking_port), include_dirs=inc, **extra), tree))
 
     plain = key()
     with_source = key(sources=[str(source)])

@@ -90,8 +90,8 @@ def test_a_case_may_run_the_nic_with_another_overflow_policy():
 
     xbox = load_platform("xbox")
     held = xbox.with_nic(rx_overflow="hold")
-    assert (xbox.nic["rx_overflow"], held.nic["rx_overflow"]) == ("drop", "hold")
-    assert held.nic["wire_rate"] == xbox.nic["wire_rate"] and held.name == "xbox"
+    assert (xbox.nic.rx_overflow, held.nic.rx_overflow) == ("drop", "hold")
+    assert held.nic.wire_rate == xbox.nic.wire_rate and held.name == "xbox"
     with pytest.raises(NetreproError, match="is not hold or drop"):
         xbox.with_nic(rx_overflow="maybe")
     assert any(c.get("rx_overflow") == "hold" for c in load_report("xbox")["cases"])

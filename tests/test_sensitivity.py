@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import harness.rig.build as build_module
 import harness.runs.plan as run_module
 import harness.studies.reproduce as reproduce_module
 from harness.analysis import AnalysisSummary
@@ -251,7 +252,7 @@ def test_a_nic_input_changes_that_key_and_holds_the_other_at_its_value():
     to_device = Session.link_as_run(held.link_spec(), held.platform).to_device
     assert (to_device.pace_burst_frames, to_device.sock_frames) == (4, 11)
     hold = _setup("xbox", "nvnetdrv duplex rx, hold")
-    assert apply(hold, Target("nic", "xbox", "rx_burst_frames"), 8).platform.nic["rx_overflow"] == "hold"
+    assert apply(hold, Target("nic", "xbox", "rx_burst_frames"), 8).platform.nic.rx_overflow == "hold"
 
 
 def test_the_ipc_sets_the_modelled_rate_in_device_time():
@@ -278,8 +279,8 @@ def test_the_setup_is_the_run_reproduce_makes(tmp_path, monkeypatch):
         return _result(plan.link.as_dict(), plan.workload, 10.0)
 
     monkeypatch.setattr(reproduce_module, "lwip_tree", lambda path: tmp_path)
-    monkeypatch.setattr(run_module, "build_firmware", lambda platform, profile, *_: SimpleNamespace(
-        profile=profile))
+    monkeypatch.setattr(build_module, "lwip_tree", lambda path: tmp_path)
+    monkeypatch.setattr(run_module, "build_firmware", lambda config, *_: SimpleNamespace(profile=config.profile))
     monkeypatch.setattr(run_module.RunPlan, "start", start)
     for name in ("openmv-n6", "ethernut2"):
         plans.clear()

@@ -14,7 +14,7 @@ import pytest
 
 from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
-from harness.rig.build import build_firmware
+from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload
@@ -55,7 +55,7 @@ def test_the_budget_is_a_size_or_a_profiles_lwip_ram(tree):
     assert parse_budget("26.7KB", "openmv-rt1060") == round(26.7 * 1024)
     assert parse_budget("27388", "openmv-rt1060") == 27388
     platform = load_platform("openmv-rt1060")
-    firmware = build_firmware(platform, resolve_profile(platform, "mp-rt1060-after"), tree)
+    firmware = build_firmware(FirmwareConfig(platform, resolve_profile(platform, "mp-rt1060-after"), tree))
     assert parse_budget("mp-rt1060-after", "openmv-rt1060") == firmware.lwip_ram.total
     with pytest.raises(NetreproError, match="not a size nor a profile of openmv-rt1060"):
         parse_budget("mp-n6-after", "openmv-rt1060")
@@ -132,7 +132,7 @@ def test_a_real_tune_runs_trials_prunes_what_lwip_rejects_and_writes_a_lwipopts_
     header = Path(doc["lwipopts"])
     assert header.parent == Path(doc["folder"]) and Path(doc["plots"][0]).stat().st_size > 5000
     platform = load_platform("openmv-rt1060")
-    rebuilt = build_firmware(platform, resolve_profile(platform, str(header)), tree)
+    rebuilt = build_firmware(FirmwareConfig(platform, resolve_profile(platform, str(header)), tree))
     assert rebuilt.lwip_ram.total == ran[0]["lwip_ram"]      # the header is the configuration that ran
     result = json.loads((Path(ran[0]["run_dir"]) / "result.json").read_text())
     assert result["status"] == "passed" and result["throughput_mbps"] == ran[0]["throughput_mbps"]

@@ -15,7 +15,7 @@ import pytest
 from harness.core.errors import NetreproError
 from harness.core.ethernet import wire_bytes
 from harness.link import LinkSpec, read_drops, read_pcap
-from harness.rig.build import build_firmware
+from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.devicetime import TimeChoice
 from harness.rig.profile import resolve_profile
 from harness.rig.transfer import parse_iperf_csv
@@ -106,7 +106,7 @@ def link_dropped_data(run_dir: Path, toward_ip: str, sent: int) -> int:
 
 @pytest.fixture(scope="module")
 def after(n6, tree):
-    return build_firmware(n6, resolve_profile(n6, "mp-n6-after"), tree)
+    return build_firmware(FirmwareConfig(n6, resolve_profile(n6, "mp-n6-after"), tree))
 
 
 @pytest.mark.real

@@ -9,7 +9,7 @@ import pytest
 
 from harness.analysis import load_capture
 from harness.link import LinkSpec, read_pcap
-from harness.rig.build import build_firmware
+from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.devicetime import TimeChoice
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload
@@ -22,7 +22,7 @@ LINK = LinkSpec().override(rtt="5.5ms", rate="100mbit")
 
 @pytest.fixture(scope="module")
 def after(n6, tree):
-    return build_firmware(n6, resolve_profile(n6, "mp-n6-after"), tree)
+    return build_firmware(FirmwareConfig(n6, resolve_profile(n6, "mp-n6-after"), tree))
 
 
 def tcp_segments(pcap):
@@ -104,7 +104,7 @@ def test_discard_sends_exactly_the_bytes_asked(n6, after, tmp_path, no_leftovers
 def test_rx_grows_with_the_window_toward_its_bound(n6, tree, after, tmp_path, no_leftovers):
     """16*MSS against 32*MSS at RTT 5.5 ms and 100 Mbit/s, in device time: the capture shows what each
     advertised, and rx reaches most of min(rate, window / RTT) with the RTT the capture measured."""
-    before = build_firmware(n6, resolve_profile(n6, "mp-n6-before"), tree)
+    before = build_firmware(FirmwareConfig(n6, resolve_profile(n6, "mp-n6-before"), tree))
     seen = {}
     for name, firmware, window in (("before", before, 23360), ("after", after, 46720)):
         run_dir = tmp_path / name

@@ -14,7 +14,7 @@ from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.build import build_firmware
 from harness.rig.platform import load_platform
 from harness.rig.session import make_run_dir
 from harness.studies.fuzz import FuzzPlan, format_fuzz, fuzz, load_reproducer, replay_frames
@@ -79,9 +79,8 @@ def _board_args(parser: argparse.ArgumentParser) -> None:
 
 def _plan(args: argparse.Namespace, progress: Progress, **budget: Any) -> FuzzPlan:
     platform = load_platform(args.platform)
-    tree = lwip_tree(args.lwip_tree)
-    profile = firmware_configuration(args).profile(platform, tree)
-    return FuzzPlan(platform, build_firmware(platform, profile, tree, progress.step), boot_timeout=args.timeout,
+    config = firmware_configuration(args).resolve(platform, args.lwip_tree)
+    return FuzzPlan(platform, build_firmware(config, progress.step), boot_timeout=args.timeout,
                     time=platform.time(time_choice(args)), probe_timeout=args.probe_timeout, **budget)
 
 

@@ -30,11 +30,10 @@ from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec, parse_rate
 from harness.link.air import ACKS_PER_SEGMENT, bus_rate_bps, frames_per_turn, saturated_rate_bps
-from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree
+from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree, resolve_firmware
 from harness.rig.engine import make_engine
 from harness.rig.lwip_ram import ram_line
 from harness.rig.platform import load_platform, platform_names
-from harness.rig.profile import resolve_profile
 from harness.rig.session import make_run_dir
 from harness.rig.workload import ONE_WAY, WORKLOADS, Workload
 from harness.runs.disturbed import risk_text
@@ -326,14 +325,14 @@ def _link_name(args: argparse.Namespace) -> str:
 def cmd_platforms(args: argparse.Namespace) -> int:
     platforms = [load_platform(name) for name in platform_names()]
     if args.json:
-        print(json.dumps([{"name": p.name, "description": p.description, "engine": p.engine["kind"],
-                           "machine": p.engine["machine"], "profiles": p.profiles,
+        print(json.dumps([{"name": p.name, "description": p.description, "engine": p.engine.kind,
+                           "machine": p.engine.machine, "profiles": p.profiles,
                            "default_profile": p.default_profile, "links": sorted(p.links)}
                           for p in platforms], indent=2))
         return 0
     for p in platforms:
         print(f"{p.name}: {p.description}")
-        print(f"  engine:   {p.engine['kind']} {p.engine['machine']} ({p.engine.get('cpu', '?')})")
+        print(f"  engine:   {p.engine.kind} {p.engine.machine} ({p.engine.cpu or '?'})")
         print(f"  profiles: {', '.join(p.profiles)} (default {p.default_profile})")
         print(f"  links:    {', '.join(sorted(p.links))}")
     return 0
@@ -471,13 +470,14 @@ def _rate(bps: object) -> str:
 def cmd_boot(args: argparse.Namespace) -> int:
     progress = command_progress(args)
     platform = load_platform(args.platform)
-    tree = lwip_tree(args.lwip_tree)
-    profile = resolve_profile(platform, args.lwip, args.include, args.set, tree, args.source, args.stub_header)
-    firmware = build_firmware(platform, profile, tree, progress.step)
+    config = resolve_firmware(platform, args.lwip, args.include, args.set, args.lwip_tree, args.source,
+                              args.stub_header)
+    profile = config.profile
+    firmware = build_firmware(config, progress.step)
     run_dir = Path(tempfile.mkdtemp(prefix=f"netrepro-boot-{platform.name}-"))
     ok = False
     try:
-        progress.step(f"booting {platform.name} on {platform.engine['kind']} {platform.engine['machine']}")
+        progress.step(f"booting {platform.name} on {platform.engine.kind} {platform.engine.machine}")
         with make_engine(platform, firmware.elf, run_dir, run_dir) as engine:
             console = engine.start(timeout=args.timeout)
             options = console.opts()
@@ -521,7 +521,7 @@ def cmd_boot(args: argparse.Namespace) -> int:
             print("  " + " ".join(f"{k}={v}" for k, v in threads["totals"].items()))
     if "NO_SYS" in forced:
         # Only boards with netrepro's kernel (firmware/kernel, arch/<arch>/kernel_port.c) run NO_SYS 0.
-        why = platform.firmware.get("no_sys_1_only", "the board has no port of netrepro's kernel")
+        why = platform.firmware.no_sys_1_only or "the board has no port of netrepro's kernel"
         print(f"netrepro: {platform.name} runs NO_SYS 1 only ({why}): the options file's NO_SYS 0 runs as "
               "NO_SYS 1", file=sys.stderr)
         for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:

@@ -1,5 +1,8 @@
 """Firmware build: platform + profile + lwIP tree -> ELF, cached by a hash of every input.
 
+`resolve_firmware` turns what the user gave (a profile name or a lwipopts.h with its -I, --set,
+--source and --stub-header, and the lwIP tree) into a FirmwareConfig once; `build_firmware` takes that.
+
 A user's own lwipopts.h is built as it is. Before make runs, the options file is run through the
 cross compiler's preprocessor alone: a header it includes that cannot be found is a one-line
 error offering `-I DIR` or `--stub-header NAME`, and every option it sets that this lwIP never
@@ -35,6 +38,7 @@ from harness.rig.profile import (
     known_options,
     macros_calling,
     parse_macro_dump,
+    resolve_profile,
     unknown_options,
     user_macros,
 )
@@ -94,6 +98,15 @@ class Firmware:
     lwip_ram: LwipRam | None = None   # lwIP's heap, pools and other static data (lwip_ram.json beside the ELF)
 
 
+@dataclass(frozen=True)
+class FirmwareConfig:
+    """A firmware to build, resolved once: the board, its lwIP options and the lwIP tree they are checked against."""
+
+    platform: Platform
+    profile: Profile
+    tree: Path
+
+
 @dataclass
 class _Build:
     """One build in progress: its folders, make's variables and what it has found so far."""
@@ -118,6 +131,16 @@ def lwip_tree(path: str | Path | None = None) -> Path:
     return tree
 
 
+def resolve_firmware(platform: Platform, spec: str | None = None, include_dirs: list[str] | None = None,
+                     overrides: list[str] | None = None, tree: str | Path | None = None,
+                     sources: list[str] | None = None, stub_headers: list[str] | None = None) -> FirmwareConfig:
+    """The firmware `--lwip NAME_OR_PATH`, `-I DIR`, `--set NAME=VALUE`, `--lwip-tree DIR`, `--source FILE.c`
+    and `--stub-header NAME` ask for (the --set names checked against that tree)."""
+    chosen = lwip_tree(tree)
+    profile = resolve_profile(platform, spec, include_dirs, overrides, chosen, sources, stub_headers)
+    return FirmwareConfig(platform, profile, chosen)
+
+
 def lwip_version(tree: Path) -> str:
     text = (tree / "src" / "include" / "lwip" / "init.h").read_text()
     parts = [re.search(rf"#define LWIP_VERSION_{p}\s+(\d+)", text) for p in ("MAJOR", "MINOR", "REVISION")]
@@ -127,27 +150,26 @@ def lwip_version(tree: Path) -> str:
 def generated_files(platform: Platform) -> dict[str, str]:
     """board_config.h and memory.ld, made from the platform description."""
     config = [
-        f'#define BOARD_NAME "{platform.firmware["board"]}"',
-        f'#define NIC_NAME "{platform.firmware["nic"]}"',
-        f"#define CPU_HZ {int(platform.firmware['cpu_hz'])}u",
-        f"#define CONSOLE_UART_BASE {int(platform.console['base']):#010x}u",
-        f"#define NIC_BASE {int(platform.nic['base']):#010x}u",
-        f"#define NIC_IRQ {int(platform.nic['irq'])}",
+        f'#define BOARD_NAME "{platform.firmware.board}"',
+        f'#define NIC_NAME "{platform.firmware.nic}"',
+        f"#define CPU_HZ {platform.firmware.cpu_hz}u",
+        f"#define CONSOLE_UART_BASE {platform.console.base:#010x}u",
+        f"#define NIC_BASE {platform.nic.base:#010x}u",
+        f"#define NIC_IRQ {platform.nic.irq}",
     ]
     config.append(f"#define BOARD_CLOCK_SUBTICKS {CLOCK_SUBTICKS_PER_MS}u")  # timer interrupts a board ms
-    if platform.clock_port:  # the serial port the tick sends the board's clock on (device time)
-        config.append(f"#define CLOCK_PORT_BASE {int(platform.clock_port['base']):#010x}u")
+    if platform.clock_port is not None:  # the serial port the tick sends the board's clock on (device time)
+        config.append(f"#define CLOCK_PORT_BASE {platform.clock_port.base:#010x}u")
     regions = [f"  {r.role.upper():<5} ({'rx' if r.role == 'code' else 'rwx'}) : "
                f"ORIGIN = {r.origin:#010x}, LENGTH = {r.length}" for r in platform.memory.values()]
     memory = "MEMORY\n{\n" + "\n".join(regions) + "\n}\n"
     return {"board_config.h": "\n".join(config) + "\n", "memory.ld": memory}
 
 
-def build_firmware(platform: Platform, profile: Profile, tree: Path,
-                   progress: Callable[[str], None] = lambda _: None) -> Firmware:
+def build_firmware(config: FirmwareConfig, progress: Callable[[str], None] = lambda _: None) -> Firmware:
     """Build (or reuse) the firmware for this platform, profile and lwIP tree."""
-    generated = generated_files(platform)
-    key = firmware_key(platform, profile, tree)
+    platform, profile, tree = config.platform, config.profile, config.tree
+    key = firmware_key(config)
     final = cache_dir("builds") / key
     version = lwip_version(tree)
     rebuilt = False
@@ -155,21 +177,22 @@ def build_firmware(platform: Platform, profile: Profile, tree: Path,
         with open(cache_dir("builds") / f"{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers building the same image wait here
             if not (final / "firmware.elf").is_file():
-                progress(f"building firmware {platform.firmware['board']}/{profile.name} (lwIP {version})")
-                _make(platform, profile, tree, generated, final)
+                progress(f"building firmware {platform.firmware.board}/{profile.name} (lwIP {version})")
+                _make(config, final)
                 rebuilt = True
     info = _read_info(final)
     firmware = Firmware(final / "firmware.elf", final, key, profile, tree, version, rebuilt,
                         tuple(info.get("stand_ins", ())), tuple(info.get("warnings", ())),
-                        tuple(info.get("apps", ())), cached_lwip_ram(final, platform.firmware["toolchain"]))
+                        tuple(info.get("apps", ())), cached_lwip_ram(final, platform.firmware.toolchain))
     for line in [*(f"stand-in: {s}" for s in firmware.stand_ins), *(f"warning: {w}" for w in firmware.warnings)]:
         progress(line)
     return firmware
 
 
-def firmware_key(platform: Platform, profile: Profile, tree: Path) -> str:
+def firmware_key(config: FirmwareConfig) -> str:
     """The build's cache key: a hash of every input (firmware, lwIP, the user's header and what it
     includes, --source files, stub header names, overrides, generated files, the compiler)."""
+    platform, profile, tree = config.platform, config.profile, config.tree
     inputs = [*tree_files(FIRMWARE_DIR), *tree_files(tree / "src"), *profile.input_files()]
     return content_hash(inputs, [*generated_files(platform).values(), profile.overlay(), profile.name,
                                  _toolchain(platform), *map(str, profile.include_dirs), *map(str, profile.sources),
@@ -189,7 +212,7 @@ def _read_info(final: Path) -> dict[str, list[str]]:
 
 
 def _toolchain(platform: Platform) -> str:
-    gcc = f"{platform.firmware['toolchain']}gcc"
+    gcc = f"{platform.firmware.toolchain}gcc"
     if shutil.which(gcc) is None:
         raise NetreproError(f"compiler {gcc} not found",
                             f"run ./tools/bootstrap {platform.name} to install the toolchain")
@@ -197,8 +220,9 @@ def _toolchain(platform: Platform) -> str:
     return out.splitlines()[0] if out else gcc
 
 
-def _make(platform: Platform, profile: Profile, tree: Path, generated: dict[str, str], final: Path) -> None:
-    build = _prepare(platform, profile, tree, generated, final)
+def _make(config: FirmwareConfig, final: Path) -> None:
+    profile, tree = config.profile, config.tree
+    build = _prepare(config, final)
     flags = _print_flags(build)
     build.apps = ["shell", *flags["APPS"].split()]
     macros = _probe_options(build, profile, tree, shlex.split(flags["CC"]) + shlex.split(flags["CFLAGS"]))
@@ -216,12 +240,13 @@ def _make(platform: Platform, profile: Profile, tree: Path, generated: dict[str,
     build.work.rename(final)
 
 
-def _prepare(platform: Platform, profile: Profile, tree: Path, generated: dict[str, str], final: Path) -> _Build:
+def _prepare(config: FirmwareConfig, final: Path) -> _Build:
     """The work folder with the generated headers and the stub headers, and make's variables."""
+    platform, profile, tree = config.platform, config.profile, config.tree
     work = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=final.parent))
     gen = work / "gen"
     (gen / "stubs").mkdir(parents=True)
-    for name, text in generated.items():
+    for name, text in generated_files(platform).items():
         (gen / name).write_text(text)
     (gen / "netrepro_overrides.h").write_text(profile.overlay())
     for header in profile.stub_headers:
@@ -230,7 +255,7 @@ def _prepare(platform: Platform, profile: Profile, tree: Path, generated: dict[s
         stub.write_text(f"/* netrepro --stub-header {header}: an empty stand-in for the port's header */\n")
     (work / "profile.txt").write_text(f"{profile.name}\n{profile.header}\n")
     user_inc = [*map(str, profile.include_dirs), str(gen / "stubs")]  # a real header beats a stub
-    make_vars = [f"BOARD={platform.firmware['board']}", f"NIC={platform.firmware['nic']}",
+    make_vars = [f"BOARD={platform.firmware.board}", f"NIC={platform.firmware.nic}",
                  f"LWIP_DIR={tree}", f"OUT={work}", f"GEN_DIR={gen}", f"PROFILE_H={profile.header}",
                  f"PROFILE_NAME={profile.name}", f"USER_INC={' '.join(user_inc)}"]
     stand_ins = [f"{h} -> empty header" for h in profile.stub_headers]

@@ -95,17 +95,17 @@ class QemuEngine(EngineProcess):
 
     def argv(self) -> list[str]:
         engine = self.platform.engine
-        binary = shutil.which(engine["binary"])
+        binary = shutil.which(engine.binary)
         if binary is None:
-            raise NetreproError(f"{engine['binary']} not found",
+            raise NetreproError(f"{engine.binary} not found",
                                 f"run ./tools/bootstrap {self.platform.name} to install QEMU")
-        argv = [binary, "-M", engine["machine"], "-kernel", str(self.elf), "-display", "none",
+        argv = [binary, "-M", engine.machine, "-kernel", str(self.elf), "-display", "none",
                 "-monitor", "none", "-serial", "stdio", "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
-        if "cpu" in engine:
-            argv += ["-cpu", str(engine["cpu"])]
-        if "memory" in engine:
-            argv += ["-m", str(engine["memory"])]
-        argv += self._nic_args() + self._clock_args() + self.time.qemu_args() + list(engine.get("extra_args", []))
+        if engine.cpu is not None:
+            argv += ["-cpu", engine.cpu]
+        if engine.memory is not None:
+            argv += ["-m", engine.memory]
+        argv += self._nic_args() + self._clock_args() + self.time.qemu_args() + list(engine.extra_args)
         return argv
 
     @property
@@ -118,7 +118,7 @@ class QemuEngine(EngineProcess):
             return []
         assert self.nic is not None and self.platform.clock_port is not None
         # the console is serial 0 (-serial stdio); the clock port is the platform's next one
-        if int(self.platform.clock_port["serial"]) != 1:
+        if self.platform.clock_port.serial != 1:
             raise NetreproError(f"{self.platform.path}: clock_port.serial must be 1 (the console is serial 0)",
                                 "put the board's clock on QEMU's second serial port")
         return ["-chardev", f"socket,id=nrclock,path={self.nic.clock}", "-serial", "chardev:nrclock"]
@@ -128,8 +128,8 @@ class QemuEngine(EngineProcess):
             return ["-nic", "none"]
         netdev = (f"dgram,id=net0,local.type=unix,local.path={self.nic.local},"
                   f"remote.type=unix,remote.path={self.nic.remote}")
-        model = self.platform.nic.get("qemu_model")  # a pluggable NIC (PCI); a board's own NIC has none
-        nic = f"nic,netdev=net0,macaddr={self.platform.nic['mac']}" + (f",model={model}" if model else "")
+        model = self.platform.nic.qemu_model
+        nic = f"nic,netdev=net0,macaddr={self.platform.nic.mac}" + (f",model={model}" if model else "")
         return ["-netdev", netdev, "-net", nic]
 
     def start(self, timeout: float = 30.0) -> Console:
@@ -239,13 +239,13 @@ class SimavrBoardHost(EngineProcess):
         if not Path("/usr/include/simavr/sim_avr.h").is_file():
             raise NetreproError("libsimavr-dev is not installed",
                                 f"run ./tools/bootstrap {self.platform.name} to install simavr")
-        return build_tool(self.platform.engine["binary"], sources, libs=["-lsimavr"])
+        return build_tool(self.platform.engine.binary, sources, libs=["-lsimavr"])
 
     def argv(self) -> list[str]:
         # Without a link (netrepro boot) the NIC still needs its socket; frames go nowhere.
         nic = self.nic or NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "nowhere.sock")
         return [str(self.host()), "--elf", str(self.elf), "--local", str(nic.local), "--remote", str(nic.remote),
-                "--mac", self.platform.nic["mac"], "--freq", str(int(self.platform.firmware["cpu_hz"])),
+                "--mac", self.platform.nic.mac, "--freq", str(self.platform.firmware.cpu_hz),
                 "--dilation", f"{self.time.dilation:.6f}"]
 
     def start(self, timeout: float = 30.0) -> Console:
@@ -312,5 +312,5 @@ ENGINES: dict[str, type[EngineProcess]] = {"qemu": QemuEngine, "simavr": SimavrB
 def make_engine(platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
                 nic: NicBackend | None = None, time: DeviceTime | None = None) -> Engine:
     """The engine the platform's description names."""
-    kind = platform.engine["kind"]
+    kind = platform.engine.kind
     return ENGINES[kind](platform, elf, run_dir, sock_dir, nic, time)

@@ -3,7 +3,8 @@
 A description says which engine and machine run the board, the facts the firmware needs
 (memory map, console, NIC address and interrupt), the link presets that go with the board
 and the lwIP option profiles known for it. It is engine-neutral on purpose: the `engine`
-table names the engine, the rest describes the board.
+table names the engine, the rest describes the board. Each table is loaded once into a frozen
+dataclass (Nic, BoardEngine, ...) whose fields are the table's keys.
 """
 
 from __future__ import annotations
@@ -12,36 +13,107 @@ import dataclasses
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+import types
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin, get_type_hints
 
 from harness.core.errors import NetreproError
 from harness.core.paths import PROJECT_ROOT
 from harness.rig.devicetime import CpuModel, DeviceTime, TimeChoice
 
-# section -> {key: required?}; a section marked required must be present.
-_SCHEMA: dict[str, dict[str, bool]] = {
-    "": {"name": True, "description": True},
-    "real": {"cpu": True, "nics": False},
-    "stand_in": {"cpu": True, "nic": True, "honesty": True},
-    "engine": {"kind": True, "binary": True, "machine": True, "cpu": False, "boot": False, "memory": False,
-               "extra_args": False},
-    "firmware": {"board": True, "nic": True, "toolchain": True, "cpu_hz": True, "no_sys_1_only": False},
-    "memory": {"code": True, "data": True, "bulk": False},
-    "console": {"device": True, "base": True, "serial": False},
-    "clock_port": {"device": True, "base": True, "serial": True},
-    "nic": {"model": True, "base": True, "irq": True, "mac": True, "rx_fifo_frames": False, "wire_rate": False,
-            "rx_burst_frames": False, "rx_overflow": False, "rx_overflow_frames": False,
-            "qemu_model": False},
-    "cpu": {"clock_mhz": True, "ipc": True, "host_mips": True, "source": True},
-    "links": {},
-    "profiles": {"default": True, "known": True},
-    "host": {"packages": True},  # read by tools/bootstrap, not by the harness
-}
 _REQUIRED_SECTIONS = ("engine", "firmware", "memory", "console", "nic", "profiles", "stand_in", "real")
 _REGION_KEYS = {"origin", "length", "name"}
 _ENGINES = ("qemu", "simavr")
+
+# section dataclasses: each [table]'s keys are declared once, as fields (a field without a default is required)
+
+
+@dataclass(frozen=True)
+class RealBoard:
+    """[real]: the board the report measured."""
+
+    cpu: str
+    nics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """[stand_in]: what stands in for the real board's parts, and how far to trust it."""
+
+    cpu: str
+    nic: str
+    honesty: str
+
+
+@dataclass(frozen=True)
+class BoardEngine:
+    """[engine]: the emulator and machine that run the board."""
+
+    kind: str
+    binary: str
+    machine: str
+    cpu: str | None = None
+    boot: str | None = None
+    memory: str | None = None
+    extra_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BoardFirmware:
+    """[firmware]: the firmware's board and NIC directories, its compiler and the clock it counts in."""
+
+    board: str
+    nic: str
+    toolchain: str
+    cpu_hz: int
+    no_sys_1_only: str | None = None  # why the board runs only NO_SYS 1 profiles (None: it runs both)
+
+
+@dataclass(frozen=True)
+class Console:
+    """[console]: the firmware's serial console."""
+
+    device: str
+    base: int
+    serial: int | None = None
+
+
+@dataclass(frozen=True)
+class ClockPort:
+    """[clock_port]: the serial port the board sends its clock on (device time)."""
+
+    device: str
+    base: int
+    serial: int
+
+
+@dataclass(frozen=True)
+class Nic:
+    """[nic]: the stand-in NIC, its address and interrupt, and how the link feeds it."""
+
+    model: str
+    base: int
+    irq: int
+    mac: str
+    rx_fifo_frames: int | None = None
+    wire_rate: str | None = None      # None: the link does not pace frames to the NIC's wire
+    rx_burst_frames: int = 0
+    rx_overflow: str = "hold"
+    rx_overflow_frames: int | None = None  # None: max(2, rx_burst_frames)
+    qemu_model: str | None = None     # a pluggable NIC (PCI); a board's own NIC has none
+
+    @property
+    def overflow_frames(self) -> int:
+        """The full-size frames the NIC holds beyond its ring when rx_overflow is drop."""
+        return self.rx_overflow_frames if self.rx_overflow_frames is not None else max(2, self.rx_burst_frames)
+
+
+@dataclass(frozen=True)
+class Host:
+    """[host]: the Debian packages the board needs (read by tools/bootstrap, not by the harness)."""
+
+    packages: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -52,6 +124,27 @@ class MemoryRegion:
     name: str = ""
 
 
+# the [tables] read into dataclasses; their keys are the dataclasses' fields
+_SECTIONS: dict[str, type] = {"real": RealBoard, "stand_in": StandIn, "engine": BoardEngine, "firmware": BoardFirmware,
+                              "console": Console, "clock_port": ClockPort, "nic": Nic, "host": Host}
+
+
+def _keys(cls: type) -> dict[str, bool]:
+    """A dataclass's fields as a section's keys: {key: required?} (required: no default)."""
+    return {f.name: f.default is MISSING and f.default_factory is MISSING for f in dataclasses.fields(cls)}
+
+
+# section -> {key: required?}; a section marked required must be present.
+_SCHEMA: dict[str, dict[str, bool]] = {
+    "": {"name": True, "description": True},
+    **{section: _keys(cls) for section, cls in _SECTIONS.items()},
+    "cpu": _keys(CpuModel),
+    "memory": {"code": True, "data": True, "bulk": False},
+    "links": {},
+    "profiles": {"default": True, "known": True},
+}
+
+
 @dataclass(frozen=True)
 class Platform:
     """One emulated board, as its description file says."""
@@ -59,28 +152,29 @@ class Platform:
     name: str
     description: str
     path: Path
-    real: dict[str, Any]
-    stand_in: dict[str, str]
-    engine: dict[str, Any]
-    firmware: dict[str, Any]
+    real: RealBoard
+    stand_in: StandIn
+    engine: BoardEngine
+    firmware: BoardFirmware
     memory: dict[str, MemoryRegion]
-    console: dict[str, Any]
-    nic: dict[str, Any]
+    console: Console
+    nic: Nic
     links: dict[str, dict[str, Any]]
     default_profile: str
     profiles: list[str] = field(default_factory=list)
     cpu: CpuModel | None = None       # the real part's speed, for device time
-    clock_port: dict[str, Any] | None = None  # the serial port the board sends its clock on (device time)
+    clock_port: ClockPort | None = None  # the serial port the board sends its clock on (device time)
+    host: Host | None = None
 
     def with_nic(self, **changes: Any) -> Platform:
         """The same board with some [nic] keys changed (e.g. rx_overflow="hold" for one run)."""
         if changes.get("rx_overflow", "hold") not in ("hold", "drop"):
             raise NetreproError(f"rx_overflow '{changes['rx_overflow']}' is not hold or drop", "use hold or drop")
-        return dataclasses.replace(self, nic={**self.nic, **changes})
+        return dataclasses.replace(self, nic=dataclasses.replace(self.nic, **changes))
 
     def time(self, choice: TimeChoice) -> DeviceTime:
         """How this board's time relates to the wall clock for a run, as the user chose."""
-        return choice.for_platform(self.engine["kind"], self.cpu, self.name)
+        return choice.for_platform(self.engine.kind, self.cpu, self.name)
 
     def sends_clock(self, time: DeviceTime) -> bool:
         """Whether, run in this time, the board sends its clock for the link to follow: device time
@@ -156,13 +250,38 @@ def _parse(path: Path, data: dict[str, Any]) -> Platform:
     if profiles["default"] not in profiles["known"]:
         raise NetreproError(f"{path}: profiles.default '{profiles['default']}' is not in profiles.known",
                             "add it to the list")
+    sections = {name: _section(path, name, data[name]) for name in _SECTIONS if name in data}
     return Platform(
-        name=data["name"], description=data["description"], path=path,
-        real=data["real"], stand_in=data["stand_in"], engine=data["engine"], firmware=data["firmware"],
-        memory=_regions(path, data["memory"]), console=data["console"], nic=data["nic"],
-        links=_links(path, data.get("links", {})), default_profile=profiles["default"],
-        profiles=list(profiles["known"]), cpu=_cpu(path, data.get("cpu")), clock_port=data.get("clock_port"),
+        name=data["name"], description=data["description"], path=path, **sections,
+        memory=_regions(path, data["memory"]), links=_links(path, data.get("links", {})),
+        default_profile=profiles["default"], profiles=list(profiles["known"]), cpu=_cpu(path, data.get("cpu")),
     )
+
+
+def _section(path: Path, name: str, table: dict[str, Any]) -> Any:
+    """A checked [table] as its dataclass, each value of the type its field declares."""
+    cls = _SECTIONS[name]
+    hints = get_type_hints(cls)
+    return cls(**{key: _typed(path, f"{name}.{key}", hints[key], value) for key, value in table.items()})
+
+
+def _typed(path: Path, where: str, hint: Any, value: Any) -> Any:
+    """The value as its field's type (a TOML list becomes a tuple); a wrong type is named here, at load,
+    rather than failing later inside a build or a run."""
+    kind = next(a for a in get_args(hint) if a is not type(None)) if isinstance(hint, types.UnionType) else hint
+    if get_origin(kind) is tuple:
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return tuple(value)
+        wanted, example = "a list of strings", '["a", "b"]'
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        wanted, example = "a whole number", "0x40000000 or 49"
+    else:
+        if isinstance(value, str):
+            return value
+        wanted, example = "a string", '"text"'
+    raise NetreproError(f"{path}: {where} {value!r} is not {wanted}", f"write it as {example}")
 
 
 def _check_keys(path: Path, section: str, table: dict[str, Any]) -> None:

@@ -78,12 +78,11 @@ class Session:
         (a 100 Mbit part cannot send at a gigabit preset's rate), whatever the preset; a frame the NIC
         cannot take when it is due is held or dropped as its ``rx_overflow`` says."""
         nic = platform.nic
-        if "wire_rate" in nic:
-            wire = parse_rate(nic["wire_rate"])
-            spec = spec.paced_to_device(wire, int(nic.get("rx_burst_frames", 0))).sent_through_wire(wire)
-        if nic.get("rx_overflow", "hold") != "hold":
-            frames = nic.get("rx_overflow_frames", max(2, int(nic.get("rx_burst_frames", 0))))
-            spec = spec.overflowing_to_device(nic["rx_overflow"], int(frames))
+        if nic.wire_rate is not None:
+            wire = parse_rate(nic.wire_rate)
+            spec = spec.paced_to_device(wire, nic.rx_burst_frames).sent_through_wire(wire)
+        if nic.rx_overflow != "hold":
+            spec = spec.overflowing_to_device(nic.rx_overflow, nic.overflow_frames)
         return spec
 
     def __enter__(self) -> Session:
@@ -115,7 +114,7 @@ class Session:
         self.peer_timers = PeerTimers(self.time.dilation, self.peer_quickack).apply(self.namespace, self.addresses,
                                                                                     TAP_NAME)
         self.progress.step(f"booting {self.platform.name} ({self.firmware.profile.name}) on "
-                           f"{self.platform.engine['kind']} {self.platform.engine['machine']}")
+                           f"{self.platform.engine.kind} {self.platform.engine.machine}")
         self.engine = make_engine(self.platform, self.firmware.elf, self.run_dir, self.sock_dir, nic, self.time)
         self.console = self.engine.start(timeout=self.boot_timeout)
         self.console.ip(self.addresses.device, self.addresses.prefix, self.addresses.peer)

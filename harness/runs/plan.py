@@ -17,11 +17,11 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import SETTINGS, LinkSpec, capture_side
 from harness.link.counters import LinkCounters
-from harness.rig.build import Firmware, build_firmware
+from harness.rig.build import Firmware, FirmwareConfig, build_firmware, resolve_firmware
 from harness.rig.devicetime import DeviceTime
 from harness.rig.leaks import LeakCheck
 from harness.rig.platform import Platform
-from harness.rig.profile import Profile, resolve_profile
+from harness.rig.profile import Profile
 from harness.rig.session import Session
 from harness.rig.transfer import Transfer
 from harness.rig.workload import Workload, run_workload, start_board_services
@@ -44,13 +44,17 @@ class Configuration:
     source: tuple[str, ...] = ()
     stub_header: tuple[str, ...] = ()
 
-    def profile(self, platform: Platform, tree: Path) -> Profile:
-        return resolve_profile(platform, self.lwip, list(self.include), list(self.set), tree, list(self.source),
-                               list(self.stub_header))
+    def resolve(self, platform: Platform, tree: str | Path | None) -> FirmwareConfig:
+        """The firmware to build for this board from this lwIP tree (None: the default tree)."""
+        return resolve_firmware(platform, self.lwip, list(self.include), list(self.set), tree, list(self.source),
+                                list(self.stub_header))
 
-    def build(self, platform: Platform, tree: Path, progress: Progress | None = None) -> Firmware:
+    def profile(self, platform: Platform, tree: str | Path | None) -> Profile:
+        return self.resolve(platform, tree).profile
+
+    def build(self, platform: Platform, tree: str | Path | None, progress: Progress | None = None) -> Firmware:
         """The firmware (built now, or reused from the cache); a profile that does not compile is a one-line error."""
-        return build_firmware(platform, self.profile(platform, tree), tree, (progress or Progress(quiet=True)).step)
+        return build_firmware(self.resolve(platform, tree), (progress or Progress(quiet=True)).step)
 
 
 @dataclass(frozen=True)

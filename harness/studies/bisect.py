@@ -38,7 +38,7 @@ from harness.core.cache import cache_dir
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree
 from harness.rig.devicetime import DeviceTime
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, known_options, lwip_identifiers, resolve_profile
@@ -492,7 +492,7 @@ class Bisection:
         step = Step(commit, subject, "skipped")
         try:
             with self.source.prepare(self.repo, commit, self.platform) as (tree, profile):
-                firmware = build_firmware(self.platform, profile, tree, self.progress.step)
+                firmware = build_firmware(FirmwareConfig(self.platform, profile, tree), self.progress.step)
         except NetreproError as exc:
             step.reason, step.error = exc.problem, str(exc)
             return step

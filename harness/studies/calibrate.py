@@ -57,7 +57,7 @@ def calibrate(platform: Platform, tree: Path, seconds: float = 3.0, progress: Pr
               run_dir: Path | None = None) -> Calibration:
     """Measure, save and return this host's calibration of the platform."""
     progress = progress or Progress(quiet=True)
-    if platform.engine["kind"] != "qemu" or platform.cpu is None:
+    if platform.engine.kind != "qemu" or platform.cpu is None:
         raise NetreproError(f"{platform.name} runs on its own board host, which paces its clock itself",
                             "calibrate a QEMU platform (openmv-n6, openmv-rt1060, xbox)")
     firmware = Configuration(platform.default_profile).build(platform, tree)
@@ -122,7 +122,7 @@ def _fastest_link(platform: Platform) -> str:
 
 def _qemu_version(platform: Platform) -> str:
     try:
-        out = subprocess.run([platform.engine["binary"], "--version"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run([platform.engine.binary, "--version"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.splitlines()[0] if out.stdout else "unknown"

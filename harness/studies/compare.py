@@ -233,10 +233,11 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
         raise NetreproError(f"bad repeats {repeats}", "give 1 or more")
     platform = load_platform(platform_name)
     tree = lwip_tree(lwip_tree_path)
-    profiles = [c.profile(platform, tree) for c in configurations]
+    configs = [c.resolve(platform, tree) for c in configurations]
+    profiles = [c.profile for c in configs]
     labels = configuration_labels(profiles, configurations)
-    plans = [RunPlan(platform, build_firmware(platform, p, tree, progress.step), link, workload,
-                     boot_timeout=boot_timeout, time=platform.time(time or TimeChoice())) for p in profiles]
+    plans = [RunPlan(platform, build_firmware(c, progress.step), link, workload,
+                     boot_timeout=boot_timeout, time=platform.time(time or TimeChoice())) for c in configs]
     slugs = [_slug(p.name) for p in profiles]
     root = make_run_dir(out, f"compare-{platform.name}", f"{slugs[0]}-vs-{slugs[1]}")
     found = [Repeats([], []), Repeats([], [])]

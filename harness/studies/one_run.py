@@ -14,7 +14,7 @@ from typing import Any
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.rig.build import build_firmware, lwip_tree
+from harness.rig.build import build_firmware
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import Platform
 from harness.rig.session import Session, make_run_dir
@@ -64,10 +64,10 @@ def run_one(request: RunRequest, progress: Progress | None = None) -> RunOutcome
     """Build, run (RunPlan.execute: the disturbed-run policy applies) and check; a failed run names its folder."""
     progress = progress or Progress(quiet=True)
     platform = request.platform
-    tree = lwip_tree(request.lwip_tree)
-    profile = request.configuration.profile(platform, tree)
+    config = request.configuration.resolve(platform, request.lwip_tree)
+    profile = config.profile
     baseline = _comparable_baseline(request)
-    plan = RunPlan(platform, build_firmware(platform, profile, tree, progress.step), request.link, request.workload,
+    plan = RunPlan(platform, build_firmware(config, progress.step), request.link, request.workload,
                    boot_timeout=request.boot_timeout, time=platform.time(request.time), check_alive=request.soak,
                    capture_at=request.capture_at, peer_quickack=request.peer_quickack)
     run_dir = make_run_dir(request.out, platform.name, profile.name)

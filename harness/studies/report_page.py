@@ -280,7 +280,7 @@ def _stand_in(document: dict[str, Any], cases: list[dict[str, Any]]) -> str:
 
 def _platform_honesty(name: str) -> str | None:
     try:
-        return load_platform(name).stand_in.get("honesty")
+        return load_platform(name).stand_in.honesty
     except (NetreproError, OSError, KeyError, ValueError):
         return None  # a platform renamed or removed since the run: the document's own notes still stand
 

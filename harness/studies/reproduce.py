@@ -135,7 +135,7 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
         judge(result, results)
     platform = report_platform(report, {})
     document = {"report": name, "file": report[FILE_KEY], "title": report.get("title", name),
-                "source": report.get("source"), "note": report.get("note"), "stand_in": platform.stand_in,
+                "source": report.get("source"), "note": report.get("note"), "stand_in": asdict(platform.stand_in),
                 "unit": report.get("unit", "Mbit/s"), "unit_bytes": report.get("unit_bytes"),
                 "repeats": repeats, "time": time.mode, "run_dir": str(root),
                 **judged_document(report, list(results.values()))}
@@ -256,7 +256,7 @@ class Setup:
         """What makes two setups the same run (a two-way workload's two cases share their runs)."""
         return (self.platform.name, repr(self.firmware), str(self.lwip_tree), self.link,
                 repr(self.platform.links.get(self.link)), repr(self.platform.cpu),
-                repr(sorted(self.platform.nic.items())), repr(self.workload), repr(self.time), str(self.peer_quickack))
+                repr(self.platform.nic), repr(self.workload), repr(self.time), str(self.peer_quickack))
 
     def plan(self, lwip_tree_path: str | None, progress: Progress) -> RunPlan:
         """The run, its firmware built now (or taken from the cache) from the lwIP tree the report or case names,
@@ -283,7 +283,7 @@ def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan
     platform = setup.platform
     result = CaseResult(case=spec["case"], platform=platform.name, profile=plan.firmware.profile.name,
                         link=spec["link"], workload=spec["workload"], report_mbps=report_figure_mbps(report, spec),
-                        direction=case_direction(spec), rx_overflow=platform.nic.get("rx_overflow", "hold"),
+                        direction=case_direction(spec), rx_overflow=platform.nic.rx_overflow,
                         medium=plan.link.medium, report_value=spec.get("report_value"), claim=spec.get("claim", {}))
     key = setup.key()
     if key not in shared:

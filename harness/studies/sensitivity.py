@@ -47,7 +47,7 @@ from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import parse_rate, parse_time
 from harness.rig.devicetime import TimeChoice
-from harness.rig.platform import Platform, load_platform
+from harness.rig.platform import Nic, Platform, load_platform
 from harness.rig.workload import DEFAULT_CHUNK, workload_kind
 from harness.runs.analyse import Analyser, Repeats
 from harness.runs.plan import RunPlan
@@ -186,11 +186,9 @@ def plain(target: Target, value: str | int | float) -> float:
     return float(value)
 
 
-def nic_value(nic: dict[str, Any], key: str) -> int:
-    """A [nic] number as a run uses it: rx_overflow_frames defaults to max(2, rx_burst_frames), that to 0."""
-    if key == "rx_overflow_frames" and key not in nic:
-        return max(2, int(nic.get("rx_burst_frames", 0)))
-    return int(nic.get(key, 0))
+def nic_value(nic: Nic, key: str) -> int:
+    """A [nic] number as a run uses it (rx_overflow_frames's default filled in)."""
+    return nic.overflow_frames if key == "rx_overflow_frames" else int(getattr(nic, key))
 
 
 def in_use(target: Target, platform: Platform | None, report: dict[str, Any]) -> tuple[float, str] | None:

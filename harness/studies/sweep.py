@@ -182,9 +182,9 @@ def run_sweep(spec: SweepSpec, folder: Path, runner: Runner, progress: Progress 
     tasks = []
     for number, options in enumerate(spec.configurations(), 1):
         configuration = spec.configuration(options)
-        profile = configuration.profile(platform, tree)   # a bad option name stops the sweep here
+        config = configuration.resolve(platform, tree)   # a bad option name stops the sweep here
         try:
-            firmware = build_firmware(platform, profile, tree, progress.step)
+            firmware = build_firmware(config, progress.step)
         except NetreproError as exc:
             progress.warn(f"{_options_text(options)}: lwIP rejects it: {exc.problem}")
             sweep.rejected.append({"options": options, "error": exc.problem})

@@ -224,7 +224,7 @@ def _prepare(trial: Any, tuning: Tuning, platform: Platform, tree: Path, link: L
                               "lwip_ram": None, "throughput_mbps": None, "verdict": None, "reason": None,
                               "run_dir": None}
     try:
-        firmware = build_firmware(platform, configuration.profile(platform, tree), tree)
+        firmware = build_firmware(configuration.resolve(platform, tree))
     except NetreproError as exc:
         record["reason"] = f"does not compile: {exc.problem}"
         progress.step(f"trial {trial.number}: pruned, {record['reason']}")
