@@ -130,7 +130,7 @@ def test_a_boards_apps_come_from_its_make_variable(n6, tree):
 
 
 def test_a_nic_built_for_a_board_of_another_architecture_is_one_line(n6, tree):
-    on_arm = dataclasses.replace(n6, firmware={**n6.firmware, "nic": "e1000"})
+    on_arm = dataclasses.replace(n6, firmware=dataclasses.replace(n6.firmware, nic="e1000"))
     with pytest.raises(NetreproError) as err:
         build_firmware(FirmwareConfig(on_arm, resolve_profile(n6, "default"), tree))
     message = str(err.value)
