@@ -55,6 +55,14 @@ def err_mem_sleep_share(waits: int, seconds: float) -> float:
     return waits * 0.050 / seconds
 
 
+def err_mem_ceiling_mbps(bound_mbps: float, waits: int, seconds: float, send_buffer: int = 6400) -> float:
+    """The most a run whose heap ran out can carry: its send buffer per RTT (``bound_mbps``) while awake, plus,
+    at each ERR_MEM wait, what it had queued (at most its send buffer), which lwIP still sends during the 50 ms
+    sleep as the peer's ACKs open the window. A run of 3 s with ~50 waits carries ~0.9 Mbit/s in those drains."""
+    awake = bound_mbps * (1 - err_mem_sleep_share(waits, seconds))
+    return awake + waits * send_buffer * 8 / seconds / 1e6
+
+
 def run_seconds(case) -> float:
     (run_dir,) = case["run_dirs"]
     return json.loads((Path(run_dir) / "result.json").read_text())["seconds"]
@@ -125,12 +133,13 @@ def test_rt1060_wifi_mss_window_and_rx(netrepro):
         # send buffers 8760 / 6400 = 1.37x, less the longer RTT the larger one's turns make on the air (1.14-1.23x
         # measured; the wire's 1.2x is pinned by the next test): faster, and short of the claim
         assert 1.05 <= ratio < 2.0 and tx_after["claim_result"] == "fails", f"{claim(tx_before)} / {claim(tx_after)}"
-    else:  # the heap ran out: below what its 6400 B send buffer carries in an RTT, by the share it slept
-        # (2 waits in 3 s, 3 % of the time, were seen beside 30: one model for every count)
+    else:  # the heap ran out: below what its 6400 B send buffer carries in an RTT while awake, plus what it
+        # had queued at each sleep (2 waits in 3 s, 3 % of the time, were seen beside 51: one model for every count)
         bound = 6400 * 8 / tx_before["rtt_ms"] / 1e3
-        slept = err_mem_sleep_share(err_mem_waits(tx_before), run_seconds(tx_before))
+        waits, seconds = err_mem_waits(tx_before), run_seconds(tx_before)
+        ceiling = err_mem_ceiling_mbps(bound, waits, seconds)
         assert tx_before["median_mbps"] < bound, (claim(tx_before), bound)
-        assert tx_before["median_mbps"] <= bound * (1 - slept) * 1.02, (claim(tx_before), bound, slept)
+        assert tx_before["median_mbps"] <= ceiling * 1.02, (claim(tx_before), bound, waits, seconds, ceiling)
         assert ratio >= 1.05, f"{claim(tx_before)} / {claim(tx_after)}"
     assert err_mem_waits(tx_after) == 0, claim(tx_after)  # the 13 KiB heap holds
     assert tx_after["agrees"] is True, claim(tx_after)  # 22.2 in the report
@@ -141,7 +150,8 @@ def test_rt1060_wifi_tx_on_the_wire_is_the_send_buffers_ratio_when_the_heap_hold
     send buffer's RTT, so when the 8000 B heap holds, TX after / before is close to the send buffers' ratio,
     8760 / 6400 = 1.37x (1.31x measured): at least 1.2x. When the heap runs out, before falls under what its
     send buffer carries in an RTT by the share of the time it slept on ERR_MEM (50 ms a wait, the board's
-    count): 1 to 13 waits in 3 s were seen, 2-22 % of the time."""
+    count), though what it had queued at each sleep still goes out: 1 to 13 waits in 3 s were seen, 2-22 % of
+    the time."""
     seconds = 3.0
     before = netrepro.run("openmv-rt1060", "mp-rt1060-before", link="wifi-wire", workload="sock-tx", seconds=seconds)
     after = netrepro.run("openmv-rt1060", "mp-rt1060-after", link="wifi-wire", workload="sock-tx", seconds=3.0)
@@ -154,8 +164,8 @@ def test_rt1060_wifi_tx_on_the_wire_is_the_send_buffers_ratio_when_the_heap_hold
         assert 1.2 <= ratio <= 8760 / 6400 * 1.05, f"{after.throughput_mbps} / {before.throughput_mbps} = {ratio:.3f}"
     else:
         bound = 6400 * 8 / b.rtt_ms / 1e3
-        slept = err_mem_sleep_share(waits, seconds)
-        assert before.throughput_mbps <= bound * (1 - slept) * 1.02, (before.throughput_mbps, bound, waits)
+        ceiling = err_mem_ceiling_mbps(bound, waits, seconds)
+        assert before.throughput_mbps <= ceiling * 1.02, (before.throughput_mbps, bound, waits, ceiling)
         assert before.throughput_mbps < bound, (before.throughput_mbps, bound, waits)
         assert ratio >= 1.2, f"{after.throughput_mbps} / {before.throughput_mbps}"
 
