@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import AnalysisSummary
+from harness.link import LinkSpec
 from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult
 from harness.studies.claims import judge
@@ -22,8 +23,7 @@ def case(name: str, median: float | None, report: Any = None, **claim) -> CaseRe
 
 
 def _run(figure: float | None) -> RunResult:
-    rate = {"rate_bps": 43e6}
-    return RunResult(platform="p", profile="q", lwip_version="2.1.3", link={"to_peer": rate, "to_device": rate},
+    return RunResult(platform="p", profile="q", lwip_version="2.1.3", link=LinkSpec.from_preset({"rate": "43mbit"}),
                      workload={"name": "sock-rx"}, run_dir="/x", capture="/x/c", console_log="/x/l",
                      device="10.0.0.2", throughput_mbps=figure, analysis=AnalysisSummary(verdict="link-limited"))
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict
 
 import pytest
 
 from harness.analysis import AnalysisSummary
 from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
+from harness.link import LinkSpec
 from harness.rig.platform import PROJECT_ROOT
 from harness.runs.result import RunResult
 from harness.studies.baseline import (
@@ -25,14 +24,12 @@ from harness.studies.baseline import (
     save_baseline,
 )
 
-LINK = {"rtt_s": 0.0055, "seed": 1, "snaplen": 0,
-        "to_device": {"delay_s": 0.00275, "rate_bps": 43000000, "drop": (), "pace_bps": 100000000},
-        "to_peer": {"delay_s": 0.00275, "rate_bps": 43000000, "drop": (), "pace_bps": 0}}
+LINK = LinkSpec.from_preset({"rtt": "5.5ms", "rate": "43mbit"}).paced_to_device(100_000_000, 1)
 OPTIONS = {"TCP_MSS": 1460, "TCP_WND": 46720, "TCP_SND_BUF": 23360, "MEM_SIZE": 65536}
 
 
 def result(mbps=40.7, mss=1460, window_max=46720, options=None, verdict="link-limited", **changes):
-    run = RunResult(platform="openmv-n6", profile="mp-n6-after", lwip_version="2.1.3", link=copy.deepcopy(LINK),
+    run = RunResult(platform="openmv-n6", profile="mp-n6-after", lwip_version="2.1.3", link=LINK,
                     workload={"name": "sock-rx", "seconds": 3.0, "bytes": None, "chunk": 1460, "warmup_s": 0.0},
                     run_dir="/runs/x", capture="/runs/x/capture.pcap", console_log="/runs/x/console.log",
                     device="10.77.0.2",
@@ -55,7 +52,7 @@ def test_the_same_figures_match(baseline):
     assert compare_to_baseline(result(), baseline) == []
     assert compare_to_baseline(result(mbps=35.0), baseline) == []          # 14% down: within 15%
     assert compare_to_baseline(result(mbps=60.0), baseline) == []          # faster is not a regression
-    assert compare_to_baseline(json.loads(json.dumps(asdict(result()))), baseline) == []   # a result.json
+    assert compare_to_baseline(json.loads(json.dumps(result().as_dict())), baseline) == []   # a result.json
 
 
 def test_a_throughput_drop_beyond_max_drop_fails(baseline):
@@ -79,8 +76,7 @@ def test_an_mss_change_fails(baseline):
 
 
 def test_another_setup_is_named(baseline):
-    link = copy.deepcopy(LINK)
-    link["to_device"]["rate_bps"] = 20000000
+    link = LINK.override(rate_to_device="20mbit")
     failures = compare_to_baseline(result(link=link, platform="openmv-rt1060"), baseline)
     assert failures == ["platform openmv-rt1060, baseline openmv-n6",
                         "link to_device.rate_bps 20000000, baseline 43000000"]

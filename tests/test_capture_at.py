@@ -223,7 +223,7 @@ def test_the_link_is_told_the_side_and_device_is_the_default(tmp_path):
 
 def _result(captured_at: str | None) -> RunResult:
     extra = {} if captured_at is None else {"captured_at": captured_at}
-    return RunResult(platform="p", profile="q", lwip_version="2.1.3", link={}, workload={"name": "rr"},
+    return RunResult(platform="p", profile="q", lwip_version="2.1.3", link=LinkSpec(), workload={"name": "rr"},
                      run_dir="runs/x", capture="runs/x/capture.pcap", console_log="runs/x/console.log",
                      device="10.77.0.2", **extra)
 

@@ -15,6 +15,7 @@ import pytest
 from harness.analysis import AnalysisSummary
 from harness.cli.exit_codes import ExitCode
 from harness.cli.main import build_parser
+from harness.link.spec import LinkSpec
 from harness.rig.platform import PROJECT_ROOT
 from harness.runs.analyse import data_rate_bps
 from harness.runs.plan import Configuration
@@ -25,9 +26,9 @@ N6_OPTIONS = {"TCP_MSS": 1460, "TCP_WND": 23360, "TCP_SND_BUF": 23360, "TCP_SND_
               "TCP_QUEUE_OOSEQ": 1, "LWIP_TCP_SACK_OUT": 0, "ETH_PAD_SIZE": 2}
 
 
-def _link(rate_to_device=43e6, rate_to_peer=43e6):
-    return {"rtt_s": 0.0055, "to_device": {"rate_bps": rate_to_device, "pace_bps": 100e6},
-            "to_peer": {"rate_bps": rate_to_peer, "pace_bps": 0}}
+def _link(rate_to_device=43e6, rate_to_peer=43e6) -> LinkSpec:
+    spec = LinkSpec.from_preset({"rtt": "5.5ms"}).paced_to_device(100_000_000, 1)
+    return spec.override(rate_to_device=f"{rate_to_device:.0f}bit", rate_to_peer=f"{rate_to_peer:.0f}bit")
 
 
 def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload="sock-rx", link=None,
@@ -139,8 +140,8 @@ def _document(before, after):
                   "sock-rx", ["runs/A-1", "runs/A-2", "runs/A-3"])
     b = summarise("mp-n6-after", "B", after, Configuration("mp-n6-after"), "mp-n6-after", "openmv-n6", "wifi",
                   "sock-rx", ["runs/B-1", "runs/B-2", "runs/B-3"])
-    return {"platform": "openmv-n6", "link": "wifi", "link_effective": _link(), "repeats": len(before) or len(after),
-            "run_dir": "runs/x",
+    return {"platform": "openmv-n6", "link": "wifi", "link_effective": _link().as_dict(),
+            "repeats": len(before) or len(after), "run_dir": "runs/x",
             "workload": {"name": "sock-rx", "seconds": 4.0}, "configurations": [a, b],
             "differing_options": differing_options(a["options"], b["options"])}
 

@@ -9,6 +9,7 @@ import pytest
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
+from harness.link import LinkSpec
 from harness.link.counters import BoardClockCounters
 from harness.rig.devicetime import (
     BOARD_STALL_MS,
@@ -224,7 +225,7 @@ def test_a_run_whose_link_was_late_is_repeated_once_at_twice_the_dilation(tmp_pa
     def measure(plan, run_dir, progress=None):
         late = 300.0 if not measured else 2.0
         time = replace(plan.time, link_follows_board=True).with_link_lateness(late)
-        measured.append(_Measured(RunResult(platform="p", profile="q", lwip_version="2", link={}, workload={},
+        measured.append(_Measured(RunResult(platform="p", profile="q", lwip_version="2", link=LinkSpec(), workload={},
                                             run_dir=str(run_dir), capture="", console_log="", device="",
                                             time=time.as_dict())))
         return measured[-1]
@@ -285,8 +286,8 @@ def test_run_warns_of_a_disturbed_run_in_place_of_the_note_that_the_link_followe
 
     followed = DeviceTime("device", dilation=3.2, model_mips=800, host_mips=250, host_lagged=True, max_lag_ms=900,
                           link_follows_board=True, effective_dilation=5.9)
-    result = RunResult(platform="p", profile="q", lwip_version="2", link={}, workload={}, run_dir="", capture="",
-                       console_log="", device="", time=getattr(followed, judge)(calm).as_dict())
+    result = RunResult(platform="p", profile="q", lwip_version="2", link=LinkSpec(), workload={}, run_dir="",
+                       capture="", console_log="", device="", time=getattr(followed, judge)(calm).as_dict())
     assert any("the link followed its clock" in line for line in _time_lines(result))
     result.time = getattr(followed, judge)(risky).as_dict()
     lines = _time_lines(result)

@@ -40,7 +40,7 @@ def _fake_measure(disturbed_tries: int):
         tries = run_dir.name.count("-slower")
         run_dir.mkdir(exist_ok=True)
         result = RunResult(platform=plan.platform.name, profile=plan.firmware.profile.name, lwip_version="2.1.3",
-                           link=plan.link.as_dict(), workload=plan.workload.describe(), run_dir=str(run_dir),
+                           link=plan.link, workload=plan.workload.describe(), run_dir=str(run_dir),
                            capture="", console_log="", device="10.0.0.2", status="passed")
         result.throughput_mbps = 20.0 + tries
         lagged = tries < disturbed_tries

@@ -18,6 +18,7 @@ import pytest
 from harness.cli.exit_codes import ExitCode
 from harness.cli.main import format_result
 from harness.core.errors import NetreproError
+from harness.link import LinkSpec
 from harness.rig.leaks import LeakCheck, LeakReport, Usage, account, is_settled, settle
 from harness.rig.profile import resolve_profile
 from harness.rig.workload import Workload, run_workload, start_board_services
@@ -137,7 +138,7 @@ def test_a_firmware_without_counters_is_not_checked_and_says_why():
 
 def _result(leaks):
     return RunResult(platform="openmv-n6", profile="mp-n6-after", lwip_version="2.1.3",
-                     link={"rtt_s": 0.0055, "to_device": {}, "to_peer": {}}, workload={"name": "sock-tx"},
+                     link=LinkSpec.from_preset({"rtt": "5.5ms"}), workload={"name": "sock-tx"},
                      run_dir="/runs/x", capture="/runs/x/capture.pcap", console_log="/runs/x/console.log",
                      device="10.77.0.2", status="passed", throughput_mbps=10.0, bytes=1000, seconds=1.0, leaks=leaks)
 

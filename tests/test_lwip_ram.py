@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.link import LinkSpec
 from harness.rig.build import Firmware, FirmwareConfig, build_firmware
 from harness.rig.lwip_ram import RAM_FILE, LwipSymbol, cached_lwip_ram, ram_line, tally
 from harness.rig.platform import PROJECT_ROOT, load_platform
@@ -42,7 +43,7 @@ def test_tally_splits_heap_pools_and_other():
 
 
 def test_a_case_carries_the_lwip_ram_total_of_its_runs():
-    run = RunResult("openmv-n6", "mp-n6-before", "2.1.3", {"to_device": {"rate_bps": 43e6}, "to_peer": {}},
+    run = RunResult("openmv-n6", "mp-n6-before", "2.1.3", LinkSpec.from_preset({"to_device": {"rate": "43mbit"}}),
                     {"name": "sock-rx"}, "runs/x", "runs/x/capture.pcap", "runs/x/console.log", "10.77.0.2",
                     throughput_mbps=30.0, lwip_ram={"total": 118600, "heap": 65563, "pools": {}, "other": 53037})
     case = CaseResult("c", "openmv-n6", "mp-n6-before", "wifi", "sock-rx", None)

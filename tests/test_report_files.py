@@ -332,7 +332,7 @@ def test_sensitivity_varies_a_user_reports_own_part_and_link(tmp_path):
 
     def execute(setup, run_dir):
         seen.append((setup.case, setup.time.mips, setup.link_spec().rtt_s))
-        return RunResult(platform="openmv-n6", profile="p", lwip_version="2.1.3", link=setup.link_spec().as_dict(),
+        return RunResult(platform="openmv-n6", profile="p", lwip_version="2.1.3", link=setup.link_spec(),
                          workload=setup.workload.describe(), run_dir=str(run_dir), capture="/none.pcap",
                          console_log="/x", device="10.0.0.2", throughput_mbps=20.0,
                          analysis=AnalysisSummary(verdict="window-limited"))

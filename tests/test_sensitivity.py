@@ -17,7 +17,7 @@ import harness.runs.plan as run_module
 import harness.studies.reproduce as reproduce_module
 from harness.analysis import AnalysisSummary
 from harness.core.errors import NetreproError
-from harness.link import parse_rate, parse_time
+from harness.link import LinkSpec, parse_rate, parse_time
 from harness.link.air import udp_goodput_bps
 from harness.link.saturate import FRAME, UDP_PAYLOAD
 from harness.rig.devicetime import TimeChoice
@@ -276,7 +276,7 @@ def test_the_setup_is_the_run_reproduce_makes(tmp_path, monkeypatch):
 
     def start(plan, run_dir, analyser, progress=None):
         plans.append(plan)
-        return _result(plan.link.as_dict(), plan.workload, 10.0)
+        return _result(plan.link, plan.workload, 10.0)
 
     monkeypatch.setattr(reproduce_module, "lwip_tree", lambda path: tmp_path)
     monkeypatch.setattr(build_module, "lwip_tree", lambda path: tmp_path)
@@ -345,7 +345,7 @@ def test_an_input_moves_a_case_only_beyond_the_band():
 # ------------------------------------------------------------------ a whole study with a fake run
 
 
-def _result(link: dict[str, Any], workload: Any, figure: float | None, verdict: str = "window-limited") -> RunResult:
+def _result(link: LinkSpec, workload: Any, figure: float | None, verdict: str = "window-limited") -> RunResult:
     return RunResult(platform="p", profile="q", lwip_version="2.1.3", link=link, workload=workload.describe(),
                      run_dir="/x", capture="/nonexistent/capture.pcap", console_log="/x/l", device="10.0.0.2",
                      throughput_mbps=figure, analysis=AnalysisSummary(verdict=verdict))
@@ -374,7 +374,7 @@ def fake_n6(setup: Setup, run_dir: Path) -> RunResult:
         if setup.case == "ethernet rx after":
             raise NetreproError("boot timed out")
         figure = 28.5
-    return _result(setup.link_spec().as_dict(), setup.workload, figure, verdict)
+    return _result(setup.link_spec(), setup.workload, figure, verdict)
 
 
 @pytest.fixture
@@ -458,14 +458,14 @@ def test_inputs_not_varied_are_listed_in_the_text(tmp_path):
              for c in report["cases"]]
     document = {"report": "ethernut2", "run_dir": str(tmp_path), "time": "device", "repeats": 3, "cases": cases}
     found = sensitivity("ethernut2", document, time=DEVICE,
-                        execute=lambda setup, run_dir: _result(setup.link_spec().as_dict(), setup.workload, 2.2))
+                        execute=lambda setup, run_dir: _result(setup.link_spec(), setup.workload, 2.2))
     text = format_sensitivity(found)
     assert ("  bytes in a K of KB/s (reports/ethernut2.toml: unit_bytes): it changes no run, only the report's "
             "figures converted to Mbit/s (1000 B moves them -2.3 %)") in text.splitlines()
     assert "  default 536: no assumed input moved it by more than 15 %" in text.splitlines()
     document["cases"][1]["median_mbps"] = None
     found = sensitivity("ethernut2", document, time=DEVICE,
-                        execute=lambda setup, run_dir: _result(setup.link_spec().as_dict(), setup.workload, 2.2))
+                        execute=lambda setup, run_dir: _result(setup.link_spec(), setup.workload, 2.2))
     assert "  tuned 1460: the reproduction gave no figure to compare with" in format_sensitivity(found).splitlines()
 
 
@@ -478,7 +478,7 @@ def test_two_way_cases_share_their_runs(tmp_path):
 
     def execute(setup: Setup, run_dir: Path) -> RunResult:
         calls.append(setup.case)
-        result = _result(setup.link_spec().as_dict(), setup.workload, None)
+        result = _result(setup.link_spec(), setup.workload, None)
         result.throughput_mbps = {"rx": 45.0, "tx": 0.02}
         return result
 

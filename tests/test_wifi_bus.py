@@ -298,7 +298,7 @@ def test_a_bus_end_the_udp_figure_rules_out_is_not_varied_and_says_why():
 
 def _run(spec: LinkSpec, workload: str = "sock-rx") -> SimpleNamespace:
     """What data_rate reads of a run: its link, its workload, no analysis yet."""
-    return SimpleNamespace(link=spec.as_dict(), workload={"name": workload}, analysis=None)
+    return SimpleNamespace(link=spec, workload={"name": workload}, analysis=None)
 
 
 def test_the_analysis_learns_the_bus_bound_when_it_is_the_lower():

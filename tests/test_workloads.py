@@ -71,7 +71,7 @@ def assert_whole_conversation(conv, data_from):
 def test_iperf_over_the_link(n6, after, tmp_path, no_leftovers, direction):
     result = RunPlan(n6, after, LINK, Workload(direction, seconds=4)).execute(tmp_path)
     assert result.status == "passed" and result.throughput_mbps > 1
-    assert result.link["rtt_s"] == pytest.approx(0.0055) and result.link["to_peer"]["rate_bps"] == 100_000_000
+    assert result.link.rtt_s == pytest.approx(0.0055) and result.link.to_peer.rate_bps == 100_000_000
     frames = read_pcap(tmp_path / "capture.pcap")
     counters = result.link_counters
     assert counters["to_device"]["frames_out"] + counters["to_peer"]["frames_out"] == len(frames)

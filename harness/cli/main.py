@@ -28,7 +28,7 @@ from harness.cli.rtt import add_rtt_parser
 from harness.cli.sweep import add_sweep_parser, add_tune_parser
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
-from harness.link import LinkSpec, parse_rate
+from harness.link import parse_rate
 from harness.link.air import ACKS_PER_SEGMENT, bus_rate_bps, frames_per_turn, saturated_rate_bps
 from harness.rig.build import LWIP_TREE_ENV, build_firmware, lwip_tree, resolve_firmware
 from harness.rig.engine import make_engine
@@ -368,11 +368,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _link_line(result: RunResult) -> str:
     """The link as a user set it: a wire's rate each way, or the shared medium's PHY rate and what it carries."""
-    link, rtt = result.link, f"rtt {result.link['rtt_s'] * 1e3:g} ms"
-    if link.get("medium", "wire") == "wire":
-        return (f"{rtt}, rate to device {_rate(link['to_device'].get('rate_bps'))}, "
-                f"to peer {_rate(link['to_peer'].get('rate_bps'))}")
-    spec = LinkSpec.from_dict(link)
+    spec, rtt = result.link, f"rtt {result.link.rtt_s * 1e3:g} ms"
+    if spec.medium == "wire":
+        return f"{rtt}, rate to device {_rate(spec.to_device.rate_bps)}, to peer {_rate(spec.to_peer.rate_bps)}"
     turns = result.link_counters.get("txops_per_s")
     bus = (f"; host bus {spec.bus_rate_bps / 1e6:g} Mbit/s, {spec.bus_cost_s * 1e6:g} us a transfer: "
            f"{bus_rate_bps(spec) / 1e6:.1f} Mbit/s one way, "

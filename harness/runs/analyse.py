@@ -11,7 +11,6 @@ from harness.analysis import CaptureAnalysis, load_capture
 from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
-from harness.link import LinkSpec
 from harness.link.air import tcp_capacity_bps
 from harness.rig.transfer import Transfer
 from harness.rig.workload import workload_kind
@@ -112,7 +111,7 @@ def analyse_run(result: RunResult) -> CaptureAnalysis:
     result.analysis = analysis.to_summary()
     _cost_per_segment(result)
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
-             f"rtt {result.link['rtt_s'] * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
+             f"rtt {result.link.rtt_s * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
     result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
     return analysis
 
@@ -134,14 +133,14 @@ def data_rate(result: RunResult, direction: str | None = None) -> tuple[float | 
         sends = seen == "device->peer"
     else:
         sends = workload_kind(result.workload["name"]).device_sends
-    side = result.link["to_peer" if sends else "to_device"]
+    side = result.link.to_peer if sends else result.link.to_device
     # on the shared medium the wire's rate does not apply: the air's capacity one way, every turn full, does, or
     # the host bus's with the ACKs crossing it too, when a bus is the slower stage
-    rate, stage = side.get("rate_bps"), "link"
-    if result.link.get("medium", "wire") != "wire":
-        rate, found = tcp_capacity_bps(LinkSpec.from_dict(result.link))
+    rate, stage = side.rate_bps, "link"
+    if result.link.medium != "wire":
+        rate, found = tcp_capacity_bps(result.link)
         stage = "bus" if found == "bus" else "link"
-    rates = [(r, s) for r, s in ((rate, stage), (side.get("pace_bps"), "link")) if r]
+    rates = [(r, s) for r, s in ((rate, stage), (side.pace_bps, "link")) if r]
     if not rates:
         return None, "link"
     lowest, by = min(rates, key=lambda rs: rs[0])

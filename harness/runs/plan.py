@@ -11,7 +11,6 @@ import time
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
@@ -101,14 +100,14 @@ class RunPlan:
                       boot_timeout=self.boot_timeout, time=self.time, capture_at=self.capture_at,
                       peer_quickack=self.peer_quickack)
         result = RunResult(platform=self.platform.name, profile=self.firmware.profile.name,
-                           lwip_version=self.firmware.lwip_version, link=rig.link_run.as_dict(),
+                           lwip_version=self.firmware.lwip_version, link=rig.link_run,
                            workload=self.workload.describe(), run_dir=str(run_dir),
                            capture=str(run_dir / "capture.pcap"), console_log=str(run_dir / "console.log"),
                            device=rig.addresses.device, captured_at=self.capture_at,
                            stand_ins=list(self.firmware.stand_ins),
                            build_warnings=list(self.firmware.warnings), apps=list(self.firmware.apps),
                            lwip_ram=self.firmware.lwip_ram.summary() if self.firmware.lwip_ram else {})
-        (run_dir / "link.json").write_text(json.dumps(result.link, indent=2) + "\n")
+        (run_dir / "link.json").write_text(json.dumps(result.link.as_dict(), indent=2) + "\n")
         transfers: list[Transfer] = []
         try:
             with rig:
@@ -200,8 +199,9 @@ def _warn_if_lagging(clock: dict[str, float] | None, progress: Progress) -> None
                       "timing figures of this run are less trustworthy; run with fewer jobs beside it")
 
 
-def _link_text(link: dict[str, Any]) -> str:
+def _link_text(spec: LinkSpec) -> str:
     """The link-wide settings a run changed from their defaults (a wire's run does not list the radio's)."""
     default = {s.field: s.check.to_json(s.default) for s in SETTINGS if s.scope == "link"}
+    link = spec.as_dict()
     shown = {k: v for k, v in link.items() if not isinstance(v, dict) and (k not in default or v != default[k])}
     return ", ".join(f"{k}={v}" for k, v in shown.items()) or "default"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import AnalysisSummary
+from harness.link import LinkSpec
 from harness.rig.leaks import LeakReport
 from harness.rig.transfer import Transfer
 
@@ -20,7 +21,7 @@ class RunResult:
     platform: str
     profile: str
     lwip_version: str
-    link: dict[str, Any]
+    link: LinkSpec                  # as the run used it; result.json has its as_dict() (plain units)
     workload: dict[str, Any]
     run_dir: str
     capture: str
@@ -90,6 +91,7 @@ class RunResult:
     def as_dict(self) -> dict[str, Any]:
         """result.json's object: the analysis in its own JSON form ({} before there is one)."""
         data = asdict(replace(self, analysis=None))
+        data["link"] = self.link.as_dict()
         data["analysis"] = self.analysis.as_dict() if self.analysis else {}
         return data
 

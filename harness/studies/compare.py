@@ -281,7 +281,7 @@ def configuration_labels(profiles: Sequence[Profile], configurations: Sequence[C
 
 def _effective_link(runs: list[list[RunResult]], link: LinkSpec) -> dict[str, Any]:
     done = [r for side in runs for r in side]
-    return done[0].link if done else link.as_dict()
+    return (done[0].link if done else link).as_dict()
 
 
 def _slug(text: str) -> str:
