@@ -161,6 +161,11 @@ class Bench:
     def at_device(self, count: int, timeout: float = 3.0) -> list[tuple[int, bytes]]:
         return self.receive(self.dev, count, timeout)
 
+    def late_ns(self, direction: str) -> int:
+        """The most a frame of that direction left the link after its schedule, as the link itself measured it
+        (its own clock against each frame's due time): what a busy host added to any stamp the test reads."""
+        return round(getattr(self.link.counters(), direction).late_us_max * 1000)
+
     def wait_arrivals(self, direction: str, frames_in: int, timeout: float = 5.0) -> LinkCounters:
         """Wait until the link has taken in frames_in frames in a direction."""
         deadline = time.monotonic() + timeout

@@ -74,9 +74,13 @@ def test_a_known_loop_takes_the_expected_cycles_and_simulated_time_tracks_the_wa
         engine.stop()
     # 1 kHz tick interrupts add ~0.6 % to the loop's own 10 s.
     assert 10_000 <= ten["ms"] <= 10_100, ten
-    assert abs(wall - ten["ms"] / 1000) <= 0.02 * ten["ms"] / 1000, f"wall {wall:.3f} s for {ten['ms']} ms"
     clock = parse_host_summary((tmp_path / "host.log").read_text().splitlines()[-1])
-    assert clock is not None and abs(clock["simulated_s"] - clock["wall_s"]) <= 0.02 * clock["wall_s"], clock
+    assert clock is not None, clock
+    # paced to the wall, never ahead of it; behind it only by what the host itself measured it fell behind
+    # (its max lag: a busy machine), so a busy machine widens the bound by exactly its own account
+    lag_s = clock["max_lag_ms"] / 1000
+    assert -0.02 * ten["ms"] / 1000 <= wall - ten["ms"] / 1000 <= 0.02 * ten["ms"] / 1000 + lag_s, (wall, clock)
+    assert abs(clock["simulated_s"] - clock["wall_s"]) <= 0.02 * clock["wall_s"] + lag_s, clock
 
 
 def test_eight_mib_discard_reproduces_the_report(netrepro, no_leftovers):

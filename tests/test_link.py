@@ -180,8 +180,12 @@ def test_capture_device_side_timestamps(root):
     spec = LinkSpec(to_device=one_way(delay_s=0.020), to_peer=one_way(delay_s=0.020), snaplen=128)
     with Bench(spec, root) as b:
         sent = []
+        # the device's frames all before the peer's: their order in the capture then holds however slowly this
+        # process runs (the device's are stamped on arrival, the peer's on delivery, 20 ms after they were sent)
         for i in range(5):
             sent.append(("to_peer", i, b.from_device(raw_frame(i, 1514))))
+            time.sleep(0.002)
+        for i in range(5):
             sent.append(("to_device", i, b.from_peer(raw_frame(100 + i, 300, PEER_MAC, DEV_MAC))))
             time.sleep(0.002)
         at_device = b.at_device(5)

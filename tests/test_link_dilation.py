@@ -32,8 +32,10 @@ def root(tmp_path_factory):
     return Path(tmp_path_factory.mktemp("dil", numbered=True))
 
 
-def _round_trips(root: Path, dilation: float, rtt_s: float = 0.0055, count: int = 8) -> tuple[list[float], list[int]]:
-    """(RTT of each exchange as the capture shows it, as the wall clock did), device frame answered by the peer.
+def _round_trips(root: Path, dilation: float, rtt_s: float = 0.0055,
+                 count: int = 8) -> tuple[list[float], list[int], float]:
+    """(RTT of each exchange as the capture shows it, as the wall clock did, the most the link measured itself late
+    in both directions together, board ms), device frame answered by the peer.
     The time this test took to answer (from the kernel's receive stamp to its send) is the peer's, not the link's:
     it is taken out of both, in the board's time for the capture."""
     spec = LinkSpec.from_preset({"rtt": f"{rtt_s * 1e3:g}ms"})
@@ -45,17 +47,19 @@ def _round_trips(root: Path, dilation: float, rtt_s: float = 0.0055, count: int 
             answer.append(b.from_peer(raw_frame(100 + i, 200, PEER_MAC, DEV_MAC)) - received)
             (arrived, _), *_ = b.at_device(1)
             wall.append(arrived - sent - answer[-1])
-        b.link.stop()
+        counters = b.link.stop()
     records = read_pcap(b.link.pcap_path)
     out = {frame_number(f): t for t, f in records}
-    return [out[100 + i] - out[i] - answer[i] / 1e9 / dilation for i in range(count)], wall
+    late_ms = (counters.to_peer.late_us_max + counters.to_device.late_us_max) / 1000
+    return [out[100 + i] - out[i] - answer[i] / 1e9 / dilation for i in range(count)], wall, late_ms
 
 
 def test_a_round_trip_reads_in_the_boards_time(root):
-    captured, wall = _round_trips(root, D)
-    # a 5.5 ms RTT at D = 4 takes 22 ms on the wall clock and appears as 5.5 ms in the capture
-    assert statistics.median(wall) / 1e6 == pytest.approx(5.5 * D, abs=1.0)
-    assert statistics.median(captured) * 1e3 == pytest.approx(5.5, abs=0.25)
+    captured, wall, late_ms = _round_trips(root, D)
+    # a 5.5 ms RTT at D = 4 takes 22 ms on the wall clock and appears as 5.5 ms in the capture; a busy host makes
+    # the link late by what it measures itself (late_ms), never early
+    assert abs(statistics.median(wall) / 1e6 - 5.5 * D) <= 1.0 + late_ms * D
+    assert abs(statistics.median(captured) * 1e3 - 5.5) <= 0.25 + late_ms
     assert min(captured) * 1e3 >= 5.5 - 0.05
 
 
@@ -67,12 +71,12 @@ def test_a_rate_reads_in_the_boards_time(root):
             for i in range(count):
                 b.from_peer(raw_frame(i, 1514, PEER_MAC, DEV_MAC))
         got = b.at_device(count, timeout=10)
-        b.link.stop()
+        late_s = b.link.stop().to_device.late_us_max / 1e6  # the link's own measure of a busy host, board s
     board_gap = wire_bytes(1514) * 8 / rate
     wall_gaps = [y[0] - x[0] for x, y in itertools.pairwise(got)]
-    assert statistics.median(wall_gaps) / 1e9 == pytest.approx(board_gap * D, rel=0.10)
+    assert abs(statistics.median(wall_gaps) / 1e9 - board_gap * D) <= 0.10 * board_gap * D + late_s * D
     stamps = [t for t, _ in read_pcap(b.link.pcap_path)]
-    assert statistics.median(y - x for x, y in itertools.pairwise(stamps)) == pytest.approx(board_gap, rel=0.10)
+    assert abs(statistics.median(y - x for x, y in itertools.pairwise(stamps)) - board_gap) <= 0.10 * board_gap + late_s
 
 
 def test_stats_and_drops_read_in_the_boards_time(root):
@@ -97,10 +101,10 @@ def test_stats_and_drops_read_in_the_boards_time(root):
 def test_without_dilation_nothing_changes(root):
     """At D = 1 the capture reads the wall clock: it shows the round trip the sockets saw, never less than the
     link's 5.5 ms (on a loaded host the link's own wake-ups may add to both; a suite run on two workers saw 6.3)."""
-    captured, wall = _round_trips(root, 1.0, count=5)
+    captured, wall, late_ms = _round_trips(root, 1.0, count=5)
     assert statistics.median(captured) * 1e3 == pytest.approx(statistics.median(wall) / 1e6, abs=0.25)
     assert min(captured) * 1e3 >= 5.5 - 0.05
-    assert statistics.median(wall) / 1e6 == pytest.approx(5.5, abs=1.0)
+    assert abs(statistics.median(wall) / 1e6 - 5.5) <= 1.0 + late_ms
 
 
 def test_a_bad_dilation_is_refused(root):
