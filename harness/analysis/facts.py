@@ -22,6 +22,7 @@ from typing import Any
 from harness.analysis.capture import Row
 from harness.analysis.frames import ACK, RST, SYN, CaptureFacts, Endpoint, Segment
 from harness.analysis.scan import CaptureScan
+from harness.analysis.series import thin
 from harness.analysis.sides import PerSide, other_side
 from harness.analysis.transfer import TransferFacts, measure_transfer
 from harness.core.errors import NetreproError
@@ -206,7 +207,7 @@ def _windows(segs: list[Segment], index: int) -> tuple[WindowStats, tuple[tuple[
         stats.min, stats.max = min(wins), max(wins)
         stats.median = statistics.median(wins)
         stats.unknown_scale = any(s.scale == -1 for s in acks)
-    return stats, tuple((s.t, s.win) for s in acks)
+    return stats, thin([(s.t, s.win) for s in acks])
 
 
 def _segments_per_ack(segs: list[Segment], index: int) -> float | None:
