@@ -9,6 +9,11 @@ itself is started with ``subprocess.Popen`` and its pipes are attached to the lo
 asyncio child watcher is involved. The whole read runs in a worker thread with its own event
 loop: it works from inside a running asyncio program, from a pytest test, and after other code
 has installed a signal-based child watcher.
+
+``TsharkStream`` hands the rows over as tshark writes them, through a queue of a few batches: the
+analysis (``scan.CaptureScan``) keeps counters and typed columns, never the rows, and tshark waits
+on its pipe when the analysis falls behind. ``read_capture`` still gives every row as a list, for
+the readers that want them all (``board_capture``).
 """
 
 from __future__ import annotations
