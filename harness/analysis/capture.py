@@ -9,6 +9,11 @@ itself is started with ``subprocess.Popen`` and its pipes are attached to the lo
 asyncio child watcher is involved. The whole read runs in a worker thread with its own event
 loop: it works from inside a running asyncio program, from a pytest test, and after other code
 has installed a signal-based child watcher.
+
+``TsharkStream`` hands the rows over as tshark writes them, through a queue of a few batches: the
+analysis (``scan.CaptureScan``) keeps counters and typed columns, never the rows, and tshark waits
+on its pipe when the analysis falls behind. ``read_capture`` still gives every row as a list, for
+the readers that want them all (``board_capture``).
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import queue
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,39 +184,79 @@ class TsharkOutput:
     stderr: list[str]
 
 
-def _read_in_this_thread(path: Path, box: dict[str, Any]) -> None:
-    """The read on a fresh event loop; the output or the exception goes into box."""
-    loop = asyncio.new_event_loop()
-    capture = None
-    try:
-        capture = _pyshark_classes()(path, TSHARK_FIELDS, TSHARK_PREFS, loop)
-        rows: list[Row] = []
-        capture.apply_on_packets(rows.extend)
-        box["out"] = TsharkOutput(rows, capture.returncode or 0, capture.stderr_lines)
-    except BaseException as exc:  # handed to the calling thread
-        box["error"] = exc
-        if capture is not None:  # do not leave tshark running, nor pyshark's __del__ a closed loop
-            for process in list(capture._running_processes):
-                process.kill()
-            with contextlib.suppress(Exception):
-                capture.close()
-            capture._running_processes.clear()
-    finally:
-        loop.close()
+class _Stop(Exception):
+    """Raised inside pyshark's loop when the reader of the rows went away: tshark is stopped."""
+
+
+_END = object()
+
+
+class TsharkStream:
+    """tshark's rows as they come: pyshark's capture loop runs in a worker thread and hands each batch of
+    rows through a short queue, so at most a few batches (about a megabyte of text each) are held at a
+    time, and tshark waits on its pipe while the rows are used. Iterate once; then ``returncode`` and
+    ``stderr`` say how tshark ended. ``rows_read`` counts the rows handed over."""
+
+    QUEUE_BATCHES = 4
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.returncode: int | None = None
+        self.stderr: list[str] = []
+        self.rows_read = 0
+        self._queue: queue.Queue[Any] = queue.Queue(self.QUEUE_BATCHES)
+        self._closed = threading.Event()
+        self._error: BaseException | None = None
+        self._worker = threading.Thread(target=self._run, name="netrepro-tshark", daemon=True)
+
+    def _put(self, item: Any) -> None:
+        while not self._closed.is_set():
+            with contextlib.suppress(queue.Full):
+                self._queue.put(item, timeout=0.2)
+                return
+        raise _Stop
+
+    def _run(self) -> None:
+        """The read on a fresh event loop; every batch, then the end (or the error), goes into the queue."""
+        loop = asyncio.new_event_loop()
+        capture = None
+        try:
+            capture = _pyshark_classes()(self.path, TSHARK_FIELDS, TSHARK_PREFS, loop)
+            capture.apply_on_packets(self._put)
+            self.returncode, self.stderr = capture.returncode or 0, capture.stderr_lines
+        except BaseException as exc:  # handed to the reading thread
+            self._error = None if isinstance(exc, _Stop) else exc
+            if capture is not None:  # do not leave tshark running, nor pyshark's __del__ a closed loop
+                for process in list(capture._running_processes):
+                    process.kill()
+                with contextlib.suppress(Exception):
+                    capture.close()
+                capture._running_processes.clear()
+        finally:
+            loop.close()
+            with contextlib.suppress(_Stop):
+                self._put(_END)
+
+    def __iter__(self) -> Iterator[Row]:
+        self._worker.start()
+        try:
+            while (batch := self._queue.get()) is not _END:
+                self.rows_read += len(batch)
+                yield from batch
+        finally:
+            self._closed.set()
+            self._worker.join()
+        if self._error is not None:
+            if type(self._error).__name__ == "TSharkNotFoundException":
+                raise NetreproError("tshark not found", "install it: apt-get install tshark") from None
+            raise self._error
 
 
 def run_tshark(path: Path) -> TsharkOutput:
     """tshark's fields for every frame, read in a worker thread with its own event loop."""
-    box: dict[str, Any] = {}
-    worker = threading.Thread(target=_read_in_this_thread, args=(path, box), name="netrepro-tshark", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in box:
-        exc = box["error"]
-        if type(exc).__name__ == "TSharkNotFoundException":
-            raise NetreproError("tshark not found", "install it: apt-get install tshark") from None
-        raise exc
-    return box["out"]
+    stream = TsharkStream(path)
+    rows = list(stream)
+    return TsharkOutput(rows, stream.returncode or 0, stream.stderr)
 
 
 def check_capture_file(path: Path) -> None:
@@ -236,18 +282,27 @@ def read_capture(path: Path) -> CaptureRows:
 
     Raises NetreproError (one line) when tshark is missing or cannot read the file.
     """
-    out = run_tshark(path)
-    if out.returncode == 0:
-        return CaptureRows(out.rows)
-    errors = [line for line in out.stderr if line and not line.startswith("Running as user")]
-    message = errors[-1] if errors else f"tshark exited with status {out.returncode}"
+    stream = TsharkStream(path)
+    rows = list(stream)
+    return CaptureRows(rows, read_warnings(path, stream))
+
+
+def read_warnings(path: Path, stream: TsharkStream) -> tuple[str, ...]:
+    """What was wrong with a capture whose rows `stream` has handed over, if it could still be read.
+
+    Raises NetreproError (one line) when tshark could not read the file.
+    """
+    if stream.returncode == 0:
+        return ()
+    errors = [line for line in stream.stderr if line and not line.startswith("Running as user")]
+    message = errors[-1] if errors else f"tshark exited with status {stream.returncode}"
     message = message.removeprefix("tshark: ")
+    count = stream.rows_read
     if "cut short in the middle of a packet" in message or "damaged or corrupt" in message:
-        if not out.rows:
+        if not count:
             raise NetreproError(f"capture {path} is damaged: {message}", "recapture; nothing could be read")
         what = "cut short in the middle of frame" if "cut short" in message else "damaged after frame"
-        return CaptureRows(out.rows, (f"capture file {what} {len(out.rows) + 1} (was its writer stopped?); "
-                                      f"analysed the {len(out.rows)} complete frames",))
+        return (f"capture file {what} {count + 1} (was its writer stopped?); analysed the {count} complete frames",)
     if "isn't a capture file" in message or "unknown file format" in message.lower():
         raise NetreproError(f"{path} is not a capture file tshark can read",
                             "give a pcap or pcapng file (a run keeps it as capture.pcap)")

@@ -275,6 +275,15 @@ class CaptureAnalysis(ExpectMixin):
         return self._transfer.rtt_samples
 
     @property
+    def rtt_sample_count(self) -> int:
+        """All the RTT samples (``rtt_samples`` keeps at most series.LIMIT of them for the plots)."""
+        return self._transfer.rtt_sample_count
+
+    @property
+    def data_segment_count(self) -> int:
+        return self._transfer.data_segment_count
+
+    @property
     def rtt_ms(self) -> float | None:
         return self._transfer.rtt_ms
 
@@ -387,7 +396,7 @@ class CaptureAnalysis(ExpectMixin):
     def _data_direction(self) -> dict[str, Any]:
         t = self._transfer
         return dict(mss_used=t.mss_used, in_flight=InFlightSummary(**self.in_flight_stats, source=t.in_flight_source),
-                    rtt_ms=rounded(t.rtt_ms), rtt_source=t.rtt_source, rtt_samples=len(t.rtt_samples),
+                    rtt_ms=rounded(t.rtt_ms), rtt_source=t.rtt_source, rtt_samples=t.rtt_sample_count,
                     initial_rtt_ms=rounded(self.initial_rtt_ms), goodput_mbps=rounded(t.goodput_mbps),
                     goodput_interval_s=self.interval_s,
                     goodput_per_interval_mbps=tuple(rounded(v) for _, v in t.goodput),

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.capture import Row
-from harness.analysis.frames import ACK, RST, SYN, CaptureFacts, Endpoint, Segment, segments, select_connection
+from harness.analysis.frames import ACK, RST, SYN, CaptureFacts, Endpoint, Segment
+from harness.analysis.scan import CaptureScan
+from harness.analysis.series import thin
 from harness.analysis.sides import PerSide, other_side
 from harness.analysis.transfer import TransferFacts, measure_transfer
 from harness.core.errors import NetreproError
@@ -204,7 +207,7 @@ def _windows(segs: list[Segment], index: int) -> tuple[WindowStats, tuple[tuple[
         stats.min, stats.max = min(wins), max(wins)
         stats.median = statistics.median(wins)
         stats.unknown_scale = any(s.scale == -1 for s in acks)
-    return stats, tuple((s.t, s.win) for s in acks)
+    return stats, thin([(s.t, s.win) for s in acks])
 
 
 def _segments_per_ack(segs: list[Segment], index: int) -> float | None:
@@ -336,15 +339,27 @@ class Facts:
         return self.capture.warnings + self.connection.warnings + transfer
 
 
-def measure(path: str, rows: list[Row], read_warnings: tuple[str, ...] = (), device_ip: str | None = None,
+def measure(path: str, rows: Iterable[Row], read_warnings: tuple[str, ...] = (), device_ip: str | None = None,
             conn: int | None = None, captured_at: str | None = None, sender: str | None = None,
             link_rate_bps: float | None = None, interval_s: float = 1.0) -> Facts:
     """The facts of one TCP connection of tshark's rows (see ``load_capture`` for the arguments)."""
-    capture, conn_rows = select_connection(rows, read_warnings, device_ip, conn, sender)
+    return measure_scan(path, CaptureScan().read(rows), read_warnings, device_ip, conn, captured_at, sender,
+                        link_rate_bps, interval_s)
+
+
+def measure_scan(path: str, scan: CaptureScan, read_warnings: tuple[str, ...] = (), device_ip: str | None = None,
+                 conn: int | None = None, captured_at: str | None = None, sender: str | None = None,
+                 link_rate_bps: float | None = None, interval_s: float = 1.0) -> Facts:
+    """The facts of one TCP connection of a capture read once (``scan.CaptureScan``); the other connections'
+    columns are dropped once the connection is chosen."""
+    capture = scan.finish(read_warnings, device_ip, conn, sender)
     facts = Facts(path, interval_s, link_rate_bps, capture)
     if capture.conn is None:
         return facts
-    segs, ends = segments(conn_rows)
+    columns = scan.columns.pop(capture.conn)
+    scan.columns.clear()
+    segs, ends = columns.segments(), columns.ends
+    del columns
     connection, roles, snd = connection_facts(segs, ends, capture.conn, device_ip, captured_at)
     if snd is None:
         return Facts(path, interval_s, link_rate_bps, capture, connection)

@@ -6,9 +6,10 @@ import dataclasses
 import os
 from pathlib import Path
 
-from harness.analysis.capture import check_capture_file, read_capture
+from harness.analysis.capture import TsharkStream, check_capture_file, read_warnings
 from harness.analysis.capture_analysis import CaptureAnalysis
-from harness.analysis.facts import measure
+from harness.analysis.facts import measure_scan
+from harness.analysis.scan import CaptureScan
 from harness.analysis.verdict import judge
 from harness.core.errors import NetreproError
 
@@ -47,9 +48,10 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
     path = Path(path)
     check_capture_file(path)
     _check_arguments(device_ip, interval_s, captured_at, sender)
-    read = read_capture(path)
-    facts = measure(str(path), read.rows, read.warnings, device_ip=device_ip, conn=conn, captured_at=captured_at,
-                    sender=sender, link_rate_bps=link_rate_bps, interval_s=interval_s)
+    stream = TsharkStream(path)  # rows as tshark writes them: none is kept, only counters and columns
+    scan = CaptureScan().read(stream)
+    facts = measure_scan(str(path), scan, read_warnings(path, stream), device_ip=device_ip, conn=conn,
+                         captured_at=captured_at, sender=sender, link_rate_bps=link_rate_bps, interval_s=interval_s)
     if device_busy is not None:
         facts = dataclasses.replace(facts, device_busy=device_busy)
     if link_stage != "link":

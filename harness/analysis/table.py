@@ -63,7 +63,7 @@ def _data_direction(a: CaptureAnalysis) -> list[str]:
     per = " ".join(f"{v:.1f}" for _, v in a.goodput[:12]) + (" ..." if len(a.goodput) > 12 else "")
     goodput = f"{a.goodput_mbps:.2f} Mbit/s" if a.goodput_mbps is not None else "-"
     lines = [f"goodput   {goodput} over {a.transfer_s:.3f} s ({a.payload_bytes} B); per {a.interval_s:g} s: {per}"]
-    rtt = f"{a.rtt_ms:.2f} ms median of {len(a.rtt_samples)}" if a.rtt_ms is not None else "-"
+    rtt = f"{a.rtt_ms:.2f} ms median of {a.rtt_sample_count}" if a.rtt_ms is not None else "-"
     irtt = f", handshake {a.initial_rtt_ms:.2f} ms" if a.initial_rtt_ms is not None else ""
     lines.append(f"RTT       {rtt}{irtt}")
     flight = a.in_flight_stats

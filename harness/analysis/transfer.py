@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from harness.analysis.frames import ACK, RST, SYN, Segment
 from harness.analysis.numbers import percentile, rounded
+from harness.analysis.series import thin, thin_sum
 from harness.core.ethernet import OVERHEAD, wire_bytes
 
 PLATEAU_SLICES = 10  # in flight's ceiling is looked for in each of up to 10 time slices (50+ segments each)
@@ -96,6 +97,10 @@ class TransferFacts:
     in_flight_window: tuple[tuple[float, int], ...] = field(default=(), repr=False)  # t, the window it knew then
     rtt_samples: tuple[tuple[float, float], ...] = field(default=(), repr=False)  # t, seconds
     delivered: tuple[tuple[float, int], ...] = field(default=(), repr=False)  # t, new bytes (behind goodput)
+    # the series are thinned to series.LIMIT points for a long capture (``series.thin``); their full counts:
+    data_segment_count: int = 0
+    resent_segment_count: int = 0             # data segments tshark flags as retransmissions
+    rtt_sample_count: int = 0
     data_wire_bytes: int = 0                  # the data frames on the wire (Ethernet)
     in_flight_source: str = ""
     in_flight_stats: FlightStats | None = None
@@ -414,6 +419,15 @@ def find_plateau(in_flight: Sequence[tuple[float, int]], seg: int) -> Plateau | 
 # ------------------------------------------------------------------ all of it
 
 
+def _zoom(data: list[Segment], rtt: float | None) -> tuple[float, float]:
+    """The time the time-sequence plot's zoom shows (``plots._time_sequence``): kept whole in thinned series."""
+    first, last = data[0].t, data[-1].t
+    zoom_len = min(max(10 * (rtt or 5e-3), 0.02), max(last - first, 1e-3))
+    focus = next((s.t for s in data if s.retrans), first + (last - first) / 2)
+    start = min(max(first, focus - zoom_len / 2), max(first, last - zoom_len))
+    return start, start + zoom_len
+
+
 def measure_transfer(segs: list[Segment], snd: int, near: int, initial_rtt_ms: float | None, interval_s: float,
                      link_rate_bps: float | None) -> TransferFacts:
     """The facts of the data sent by side `snd` (0/1 as in `segs`), the capture being next to side `near`."""
@@ -433,22 +447,26 @@ def measure_transfer(segs: list[Segment], snd: int, near: int, initial_rtt_ms: f
     rto_count, rto_stall = _timeouts(data, rtt)
     base_candidates = ([base_rtt(delays.samples)] if delays.samples else []) + (
         [initial_rtt_ms / 1e3] if initial_rtt_ms else [])
+    zoom = _zoom(data, rtt)
     return TransferFacts(
         mss_used=seg_size,
-        data_segments=tuple((s.t, s.seq, s.nxt, s.retrans) for s in data),
-        receiver_acks=tuple((a.t, a.ack, a.win) for a in acks),
+        data_segments=thin([(s.t, s.seq, s.nxt, s.retrans) for s in data],
+                           lambda p: p[3] or zoom[0] <= p[0] <= zoom[1]),
+        receiver_acks=thin([(a.t, a.ack, a.win) for a in acks], lambda p: zoom[0] - (rtt or 0) <= p[0] <= zoom[1]),
+        data_segment_count=len(data), resent_segment_count=sum(s.retrans for s in data),
+        rtt_sample_count=len(delays.samples),
         data_wire_bytes=sum(wire_bytes(s.flen) for s in data),
-        in_flight=tuple(view.in_flight), in_flight_window=tuple(view.window),
+        in_flight=thin(view.in_flight), in_flight_window=thin(view.window),
         in_flight_source=delays.in_flight_source,
         in_flight_stats=FlightStats(min(flights, default=None), percentile(flights, 50), percentile(flights, 95),
                                     max(flights, default=None)),
         segments_at_window=pauses.at_window,
-        rtt_samples=tuple(delays.samples), rtt_ms=None if rtt is None else rtt * 1e3, rtt_source=delays.rtt_source,
+        rtt_samples=thin(delays.samples), rtt_ms=None if rtt is None else rtt * 1e3, rtt_source=delays.rtt_source,
         window_release_ms=delays.window_release_ms,
         base_rtt_s=min(base_candidates) if base_candidates else None,
         payload_bytes=sum(s.len for s in data if not s.retrans),
         retransmitted_bytes=sum(s.len for s in data if s.retrans),
-        delivered=tuple(goodput.delivered), goodput_from=goodput.source, goodput=tuple(goodput.series),
+        delivered=thin_sum(goodput.delivered), goodput_from=goodput.source, goodput=tuple(goodput.series),
         goodput_mbps=goodput.total_mbps, steady_goodput_mbps=goodput.steady_mbps, transfer_s=goodput.transfer_s,
         idle_gaps=tuple(pauses.gaps), idle_threshold_s=pauses.threshold_s, pause_shares=pauses.shares,
         rto_retransmissions=rto_count, rto_stall_s=rto_stall,

@@ -108,7 +108,7 @@ def _reading(facts: Facts) -> _Reading:
         busy=shares.busy if shares else 0.0, blocked=shares.window if shares else 0.0,
         ack_wait=shares.ack_wait if shares else 0.0, paced=shares.sender_paced if shares else 0.0,
         at_window=transfer.segments_at_window or 0.0, p95=stats.p95 if stats else None,
-        data_segments=len(transfer.data_segments),
+        data_segments=transfer.data_segment_count,
         queue=_standing_queue(rtt, transfer.base_rtt_s, facts.link_rate_bps))
 
 
@@ -255,7 +255,7 @@ def _retransmissions(facts: Facts, r: _Reading) -> Finding | None:
     """Frequent retransmissions with the window open."""
     transfer = facts.transfer
     assert transfer is not None
-    resent = sum(1 for *_, again in transfer.data_segments if again)
+    resent = transfer.resent_segment_count
     if resent < 3 or resent < RETRANS_SHARE * r.data_segments:
         return None
     return "loss-limited", (f"{resent} of {r.data_segments} data segments retransmitted "

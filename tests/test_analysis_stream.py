@@ -1,0 +1,77 @@
+"""The capture read as a stream: the figures equal a read of every row into memory, and the reader holds no rows."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from bulk_capture import write_bulk
+
+from harness.analysis import load_capture
+from harness.analysis.capture import TsharkStream, read_capture
+from harness.analysis.facts import Facts, _bounds, connection_facts
+from harness.analysis.frames import segments, select_connection
+from harness.analysis.scan import CaptureScan
+from harness.analysis.sides import other_side
+from harness.analysis.transfer import measure_transfer
+
+ROOT = Path(__file__).resolve().parent.parent
+STORED = ROOT / "captures" / "openmv-n6-wifi-sock-rx-mp-n6-before.pcap"
+
+
+def _full_read(path: Path, device_ip: str | None) -> Facts:
+    """The facts as the analysis found them before it streamed: every row in a list, then the chosen rows."""
+    read = read_capture(path)
+    capture, rows = select_connection(read.rows, read.warnings, device_ip, None, None)
+    segs, ends = segments(rows)
+    connection, roles, snd = connection_facts(segs, ends, capture.conn, device_ip, None)
+    assert snd is not None
+    near = roles.near if roles.near is not None else roles.device
+    transfer = measure_transfer(segs, snd, near, connection.initial_rtt_ms, 1.0, None)
+    window = connection.windows[other_side(roles.name(snd))].median
+    return Facts(str(path), 1.0, None, capture, connection, transfer, _bounds(window, transfer, None))
+
+
+@pytest.fixture(scope="module", name="bulk")
+def bulk_fixture(tmp_path_factory) -> Path:
+    return write_bulk(tmp_path_factory.mktemp("stream") / "bulk-50k.pcap", 50_000)
+
+
+def test_streamed_figures_equal_a_full_read(bulk):
+    streamed = load_capture(bulk, device_ip="10.77.0.2")
+    assert streamed.frames == 50_000 and streamed.truncated_frames > 0
+    assert streamed.facts == _full_read(bulk, "10.77.0.2")
+    # the series are thinned for the plots, their counts are whole
+    assert streamed.data_segment_count > len(streamed.data_segments) and len(streamed.data_segments) <= 20_000
+    assert streamed.to_summary().rtt_samples == streamed.rtt_sample_count > 20_000
+
+
+def test_streamed_figures_equal_a_full_read_on_a_stored_capture():
+    assert load_capture(STORED).facts == _full_read(STORED, None)
+
+
+def _reader_peak(path: Path) -> tuple[int, int]:
+    """Rows handed over and the most memory Python held meanwhile (both threads), bytes."""
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in TsharkStream(path))
+        return count, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_reader_holds_a_few_batches_not_the_capture(tmp_path, bulk):
+    big = write_bulk(tmp_path / "bulk-200k.pcap", 200_000)
+    small_rows, small_peak = _reader_peak(bulk)
+    big_rows, big_peak = _reader_peak(big)
+    assert (small_rows, big_rows) == (50_000, 200_000)
+    # at most a few batches in the queue (a few MB, however long the capture): 200k rows kept would be ~340 MB
+    assert small_peak < 20e6 and big_peak < 20e6, (small_peak, big_peak)
+
+
+def test_a_connection_costs_its_columns_per_frame(bulk):
+    scan = CaptureScan().read(TsharkStream(bulk))
+    (columns,) = scan.columns.values()
+    assert len(columns) == 50_000
+    assert columns.nbytes() / len(columns) <= 150  # typed columns, not rows of strings (~1.7 kB a frame)
