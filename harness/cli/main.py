@@ -156,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     comp.add_argument("--chunk", type=size_arg, default=1460, help="discard and sock-*: bytes per write or read")
     comp.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
+    comp.add_argument("--jobs", type=int, default=None, metavar="N",
+                      help=f"runs at once on a local Ray pool (default: this machine's cores / {RUN_CPUS}); 1: one "
+                           "at a time")
     comp.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     comp.add_argument("--json", action="store_true", help="print the whole comparison as one JSON document")
     comp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
@@ -266,7 +269,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workload = Workload(args.workload, seconds=args.seconds, chunk=args.chunk)
     document = compare(platform.name, configurations, link, workload, link_name=_link_name(args),
                        repeats=args.repeats, out=args.out, progress=progress, lwip_tree_path=args.lwip_tree,
-                       boot_timeout=args.timeout, time=time_choice(args))
+                       boot_timeout=args.timeout, time=time_choice(args), jobs=args.jobs)
     print(json.dumps(document, indent=2) if args.json else format_comparison(document))
     return verdict(all(c["median_mbps"] is not None for c in document["configurations"]))
 
