@@ -7,13 +7,14 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from reproduce_helpers import _run
+from reproduce_helpers import _document, _run, case
 
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec
 from harness.rig.devicetime import DeviceTime
 from harness.rig.workload import Workload
 from harness.studies.plan_pool import PlanPool, planned_jobs
+from harness.studies.reproduce import format_report, reproduce
 
 
 def test_the_default_is_what_the_machine_holds_and_never_more_than_the_runs():
@@ -89,12 +90,18 @@ def test_one_job_or_nothing_queued_needs_no_ray(tmp_path):
     assert pool.schedule() == []
 
 
+def test_the_table_says_when_runs_shared_the_machine():
+    document = _document({"band": 0.15, "cases": [], "inputs": []}, [case("a", 10.0, 10.0)])
+    assert not any(ln.startswith("runs: ") for ln in format_report(document).splitlines())  # as --jobs 1 always was
+    document["jobs"] = 2
+    assert "runs: 2 at once (device time; which shared the machine: reproduce.json)" in format_report(
+        document).splitlines()
+
+
 @pytest.mark.real
 def test_two_runs_at_once_give_the_figures_of_one_at_a_time_through_the_real_chain(tmp_path):
     """Device time: two boards sharing the machine measure what one alone does (the exact facts equal, the
     link-limited figure within 1 %); the document says which runs shared it, and the D check still runs."""
-    from harness.studies.reproduce import reproduce
-
     only = ["ethernet rx before"]
     alone = reproduce("openmv-n6", out=tmp_path, repeats=2, seconds=1, only=only, jobs=1)
     shared = reproduce("openmv-n6", out=tmp_path, repeats=2, seconds=1, only=only, jobs=2, d_check=True)

@@ -425,6 +425,8 @@ def _preamble(document: dict[str, Any], band: float) -> list[str]:
         lines.append(f"stand-in: {stand_in.get('cpu')}; NIC: {stand_in.get('nic')}")
     if document.get("note"):
         lines.append(f"note: {document['note']}")
+    if (document.get("jobs") or 1) > 1:
+        lines.append(f"runs: {document['jobs']} at once (device time; which shared the machine: reproduce.json)")
     pct = percent(band)
     chosen = (" (or that hangs on an input chosen to produce a mechanism the report implies: marked chosen)"
               if chosen_cases(document.get("inputs") or []) else "")
