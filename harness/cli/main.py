@@ -46,6 +46,7 @@ from harness.studies.baseline import (
 from harness.studies.calibrate import calibrate, format_calibration
 from harness.studies.compare import compare, format_comparison
 from harness.studies.one_run import RunRequest, run_one
+from harness.studies.parallel import RUN_CPUS
 from harness.studies.report_file import report_names
 from harness.studies.report_page import write_report_page
 from harness.studies.reproduce import format_report, reproduce
@@ -155,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     comp.add_argument("--chunk", type=size_arg, default=1460, help="discard and sock-*: bytes per write or read")
     comp.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
+    comp.add_argument("--jobs", type=int, default=None, metavar="N",
+                      help=f"runs at once on a local Ray pool (default: this machine's cores / {RUN_CPUS}); 1: one "
+                           "at a time")
     comp.add_argument("--out", type=Path, default=None, metavar="DIR", help="run folders go here (default ./runs)")
     comp.add_argument("--json", action="store_true", help="print the whole comparison as one JSON document")
     comp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the boot banner")
@@ -178,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--d-check", action="store_true",
                        help="then run each case once more at twice D (device time) and mark a figure that moves by "
                             "more than half the report's band host-dependent (not counted)")
+    repro.add_argument("--jobs", type=int, default=None, metavar="N",
+                       help=f"runs at once on a local Ray pool (default: this machine's cores / {RUN_CPUS}); "
+                            "device time keeps the figures those of one at a time; 1: one at a time")
     repro.add_argument("--sensitivity", action="store_true",
                        help="then rerun each case that depends on an assumed input at both ends of its range, "
                             "one input at a time, and say how far each figure moves (sensitivity.txt/.json)")
@@ -234,7 +241,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     progress = command_progress(args)
     document = reproduce(args.report, out=args.out, repeats=args.repeats, seconds=args.seconds, only=args.case,
                          progress=progress, lwip_tree_path=args.lwip_tree, time=time_choice(args),
-                         command="netrepro " + " ".join(sys.argv[1:]), d_check=args.d_check)
+                         command="netrepro " + " ".join(sys.argv[1:]), d_check=args.d_check, jobs=args.jobs)
     if args.sensitivity:
         document["sensitivity"] = sensitivity(args.report, document, repeats=args.sensitivity_repeats,
                                               seconds=args.seconds, progress=progress,
@@ -262,7 +269,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workload = Workload(args.workload, seconds=args.seconds, chunk=args.chunk)
     document = compare(platform.name, configurations, link, workload, link_name=_link_name(args),
                        repeats=args.repeats, out=args.out, progress=progress, lwip_tree_path=args.lwip_tree,
-                       boot_timeout=args.timeout, time=time_choice(args))
+                       boot_timeout=args.timeout, time=time_choice(args), jobs=args.jobs)
     print(json.dumps(document, indent=2) if args.json else format_comparison(document))
     return verdict(all(c["median_mbps"] is not None for c in document["configurations"]))
 

@@ -16,6 +16,10 @@ class Progress:
         if not self.quiet:
             print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=sys.stderr, flush=True)
 
+    def in_flight(self, names: list[str], jobs: int) -> None:
+        """Every run under way at once (jobs > 1), on one line, each time the set changes."""
+        self.step(f"in flight ({len(names)} of {jobs} at once): {', '.join(names) or 'none'}")
+
     def warn(self, message: str) -> None:
         """Printed even when quiet: something about the result the user must know."""
         print(f"netrepro: warning: {message}", file=sys.stderr, flush=True)

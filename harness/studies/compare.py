@@ -48,6 +48,7 @@ from harness.studies.cases import (
     thread_notes,
     time_line,
 )
+from harness.studies.plan_pool import PlanPool, planned_jobs
 
 _WINDOW_LIMIT_UNSCALED = 0xFFFF
 _HEADERS = 14 + 20 + 20                 # Ethernet + IPv4 + TCP, what a pool pbuf holds besides payload
@@ -220,8 +221,9 @@ def _device_receives(analysis: AnalysisSummary) -> bool | None:
 def compare(platform_name: str, configurations: Sequence[Configuration], link: LinkSpec, workload: Workload, *,
             link_name: str = "direct", repeats: int = 3, out: Path | None = None,
             progress: Progress | None = None, lwip_tree_path: str | None = None,
-            boot_timeout: float = 60.0, time: TimeChoice | None = None) -> dict[str, Any]:
-    """Run both configurations `repeats` times each (alternating); the document is also written as JSON."""
+            boot_timeout: float = 60.0, time: TimeChoice | None = None, jobs: int | None = 1) -> dict[str, Any]:
+    """Run both configurations `repeats` times each (alternating); the document is also written as JSON.
+    `jobs`: runs at once (plan_pool; None: what the machine holds); 1 runs them one at a time."""
     progress = progress or Progress(quiet=True)
     if len(configurations) != 2:
         raise NetreproError(f"compare needs two configurations, got {len(configurations)}",
@@ -241,6 +243,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
     slugs = [_slug(p.name) for p in profiles]
     root = make_run_dir(out, f"compare-{platform.name}", f"{slugs[0]}-vs-{slugs[1]}")
     found = [Repeats([], []), Repeats([], [])]
+    pool = PlanPool(jobs, progress) if (jobs := planned_jobs(jobs, 2 * repeats)) > 1 else None
     with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
         for i in range(repeats):
             for k, role in enumerate("AB"):
@@ -248,10 +251,13 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
                 run_dir.mkdir()
                 progress.step(f"{role} {labels[k]}: run {i + 1} of {repeats}")
                 try:
-                    found[k].pending.append(plans[k].start(run_dir, analyser, progress))
+                    found[k].pending.append(pool.submit(plans[k], run_dir) if pool
+                                            else plans[k].start(run_dir, analyser, progress))
                 except NetreproError as exc:
                     found[k].error = found[k].error or str(exc)  # the first failure explains
                 found[k].run_dirs.append(str(run_dir))
+        if pool:
+            pool.run()
         for side in found:
             side.settled()
     runs = [side.runs for side in found]
@@ -260,7 +266,7 @@ def compare(platform_name: str, configurations: Sequence[Configuration], link: L
     document = {
         "platform": platform.name, "link": link_name, "link_effective": _effective_link(runs, link),
         "workload": workload.describe(), "repeats": repeats, "run_dir": str(root),
-        "time": (time or TimeChoice()).mode,
+        "time": (time or TimeChoice()).mode, "jobs": jobs, "schedule": pool.schedule() if pool else None,
         "differing_options": differing_options(configs[0]["options"], configs[1]["options"]),
         "configurations": configs,
         "recommendations": [{"configuration": c["label"], **c["recommendation"]}

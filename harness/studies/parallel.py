@@ -62,6 +62,14 @@ class RunTask:
     run_dir: str
     lwip_tree: str | None = None
     boot_timeout: float = 60.0
+    # a plan the caller prepared (reproduce's: the report's board model, its firmware built), run as is; its
+    # firmware is in the caller's build cache, so such a task needs a worker on the caller's filesystem
+    plan: RunPlan | None = None
+
+    @classmethod
+    def of_plan(cls, key: str, plan: RunPlan, run_dir: Path) -> RunTask:
+        return cls(key, plan.platform.name, Configuration(plan.firmware.profile.name), plan.link, plan.workload,
+                   TimeChoice(plan.time.mode), str(run_dir), boot_timeout=plan.boot_timeout, plan=plan)
 
     def timeout_s(self) -> float:
         """The whole attempt's limit, build and boot included: generous, since the dilation stretches the run."""
@@ -79,6 +87,10 @@ class TaskOutcome:
     attempts: list[str] = field(default_factory=list)
     host: str | None = None
     node: str | None = None      # the Ray node of the last attempt
+    run: Any = None              # a plan task's RunResult as the worker returned it (analysed)
+    slot: int | None = None      # which of the `jobs` places it ran in (0-based)
+    start_s: float | None = None  # its last attempt's start and end, seconds after the runner began
+    end_s: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -92,19 +104,32 @@ def execute_task(task: RunTask) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / WORKER_PID_FILE).write_text(f"{os.getpid()}\n")
     error = None
+    run = None
     try:
-        platform = load_platform(task.platform)
-        tree = lwip_tree(task.lwip_tree)
-        plan = RunPlan(platform, task.configuration.build(platform, tree), task.link, task.workload,
-                       boot_timeout=task.boot_timeout, time=platform.time(task.time))
-        result = plan.execute(run_dir).as_dict()
+        if task.plan is not None and not shared:
+            raise NetreproError(f"{task.key}: its firmware is on the caller's machine", "run it on a local Ray")
+        run = (task.plan or _task_plan(task)).execute(run_dir)
+        result = run.as_dict()
     except NetreproError as exc:
         error, result = str(exc), _saved_result(run_dir)
-    out = {"result": result, "error": error, "host": socket.gethostname(), "node": _ray_node(), "tarball": None}
+    out = {"result": result, "error": error, "host": socket.gethostname(), "node": _ray_node(), "tarball": None,
+           "run": run if task.plan is not None else None}
     if not shared:
         out["tarball"] = pack(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
     return out
+
+
+def _task_plan(task: RunTask) -> RunPlan:
+    """The task's plan, its firmware built here (or taken from the shared build cache)."""
+    platform = load_platform(task.platform)
+    return RunPlan(platform, task.configuration.build(platform, lwip_tree(task.lwip_tree)), task.link,
+                   task.workload, boot_timeout=task.boot_timeout, time=platform.time(task.time))
+
+
+def machine_jobs(cpus: int | None = None) -> int:
+    """Runs this machine holds at once: its cores / RUN_CPUS, at least 1."""
+    return max(1, int((cpus if cpus is not None else os.cpu_count() or 1) // RUN_CPUS))
 
 
 def _ray_node() -> str | None:
@@ -196,7 +221,9 @@ class RayRunner:
     ray: Any
     jobs: int
     progress: Progress = field(default_factory=lambda: Progress(quiet=True))
+    attempts: int = ATTEMPTS     # reproduce's runs are tried once: a failed run is counted, as one at a time
     _remote: Any = None
+    _began: float = field(default_factory=time.monotonic)
 
     def run(self, tasks: Sequence[RunTask], on_done: Callable[[TaskOutcome], None]) -> list[TaskOutcome]:
         remote = self.ray.remote(num_cpus=RUN_CPUS, max_retries=0)(execute_task)
@@ -205,12 +232,17 @@ class RayRunner:
         done: list[TaskOutcome] = []
         try:
             while waiting or running:
+                changed = False
                 while waiting and len(running) < self.jobs:
-                    outcome = TaskOutcome(waiting.pop(0))
+                    outcome = TaskOutcome(waiting.pop(0), slot=_free_slot(running))
                     running[self._submit(remote, outcome)] = (outcome, time.monotonic())
+                    changed = True
+                if changed and self.jobs > 1:
+                    self.progress.in_flight([o.task.key for o, _ in running.values()], self.jobs)
                 ready, _ = self.ray.wait(list(running), num_returns=1, timeout=1.0)
                 for ref in ready or self._overdue(running):
                     outcome, _started = running.pop(ref)
+                    outcome.end_s = round(time.monotonic() - self._began, 1)
                     if self._finish(ref, outcome):
                         done.append(outcome)
                         on_done(outcome)
@@ -230,6 +262,7 @@ class RayRunner:
             outcome.attempts[-1] = str(aside)
         folder.mkdir(parents=True, exist_ok=True)
         outcome.attempts.append(str(folder))
+        outcome.start_s, outcome.end_s = round(time.monotonic() - self._began, 1), None
         self.progress.step(f"{outcome.task.key}: attempt {len(outcome.attempts)} started")
         return remote.remote(outcome.task)
 
@@ -254,10 +287,10 @@ class RayRunner:
             old = (out["result"] or {}).get("run_dir", outcome.task.run_dir)
             out["result"] = relocate(out["result"], old, outcome.task.run_dir)
         outcome.result, outcome.error = out["result"], out["error"]
-        outcome.host, outcome.node = out["host"], out.get("node")
+        outcome.host, outcome.node, outcome.run = out["host"], out.get("node"), out.get("run")
         if outcome.error is None and outcome.result is None:
             outcome.error = "the run returned no result"
-        if outcome.passed or len(outcome.attempts) >= ATTEMPTS:
+        if outcome.passed or len(outcome.attempts) >= self.attempts:
             return True
         self.progress.warn(f"{outcome.task.key}: attempt {len(outcome.attempts)} failed ({outcome.error}); "
                            "trying once more")
@@ -270,6 +303,12 @@ class RayRunner:
                 self.ray.cancel(ref, force=False)
         with suppress(Exception):
             self.ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE_S)
+
+
+def _free_slot(running: dict[Any, tuple[TaskOutcome, float]]) -> int:
+    """The lowest place no run under way holds."""
+    taken = {o.slot for o, _ in running.values()}
+    return next(i for i in range(len(taken) + 1) if i not in taken)
 
 
 def _lost(exc: Exception, task: RunTask) -> str:

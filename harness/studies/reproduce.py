@@ -78,6 +78,7 @@ from harness.studies.claims import (
     percent,
     summary_line,
 )
+from harness.studies.plan_pool import PlanPool, planned_jobs
 from harness.studies.report_file import FILE_KEY, case_configuration, load_report, report_inputs, report_platform
 from harness.studies.report_page import write_report_page
 
@@ -106,11 +107,12 @@ def chosen_cases(inputs: list[dict[str, Any]]) -> dict[str, list[str]]:
 def reproduce(name: str, out: Path | None = None, repeats: int | None = None, seconds: float | None = None,
               only: list[str] | None = None, progress: Progress | None = None,
               lwip_tree_path: str | None = None, time: TimeChoice | None = None,
-              command: str | None = None, d_check: bool = False) -> dict[str, Any]:
+              command: str | None = None, d_check: bool = False, jobs: int | None = 1) -> dict[str, Any]:
     """Run every case of the report (a shipped report's name or the path of a report file); returns the document
     (report, inputs, cases, summary) and writes it as JSON, as the text table and as the page to share
     (reproduce.html; `command` is what it says produced it). `d_check`: each case once more at twice D
-    (device time), and a figure that moves by more than half the band is marked host-dependent."""
+    (device time), and a figure that moves by more than half the band is marked host-dependent. `jobs`: runs
+    at once (plan_pool; None: what the machine holds); 1 runs them one at a time."""
     progress = progress or Progress(quiet=True)
     report = load_report(name)
     name = report["report"]
@@ -122,13 +124,19 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
     root = make_run_dir(out, f"reproduce-{name}", "all")                            # compile stops it here
     shared: dict[tuple, Repeats] = {}
     checks: dict[tuple, Repeats] = {}
+    jobs = planned_jobs(jobs, len(plans) * repeats + d_check * sum(p.time.device for p in plans.values()))
+    pool = PlanPool(jobs, progress) if jobs > 1 else None
     with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
-        started = [_start_case(report, spec, setup, plans[setup.key()], root, repeats, progress, shared, analyser)
+        def start(plan: RunPlan, run_dir: Path) -> Future[RunResult]:
+            return pool.submit(plan, run_dir) if pool else plan.start(run_dir, analyser, progress)
+        started = [_start_case(report, spec, setup, plans[setup.key()], root, repeats, progress, shared, start)
                    for spec, setup in zip(cases, setups, strict=True)]
         if d_check:
             for (spec, _setup), (_result, key) in zip(zip(cases, setups, strict=True), started, strict=True):
                 if key not in checks and plans[key].time.device:
-                    checks[key] = _start_d_check(spec["case"], plans[key], root, progress, analyser)
+                    checks[key] = _start_d_check(spec["case"], plans[key], root, progress, start)
+        if pool:
+            pool.run()
         results = {result.case: _finish_case(report, spec, result, shared[key].settled(), _settled_check(checks, key))
                    for spec, (result, key) in zip(cases, started, strict=True)}
     for result in results.values():
@@ -137,7 +145,8 @@ def reproduce(name: str, out: Path | None = None, repeats: int | None = None, se
     document = {"report": name, "file": report[FILE_KEY], "title": report.get("title", name),
                 "source": report.get("source"), "note": report.get("note"), "stand_in": asdict(platform.stand_in),
                 "unit": report.get("unit", "Mbit/s"), "unit_bytes": report.get("unit_bytes"),
-                "repeats": repeats, "time": time.mode, "run_dir": str(root),
+                "repeats": repeats, "time": time.mode, "run_dir": str(root), "jobs": jobs,
+                "schedule": pool.schedule() if pool else None,
                 **judged_document(report, list(results.values()))}
     (root / "reproduce.json").write_text(json.dumps(document, indent=2) + "\n")
     (root / "reproduce.txt").write_text(format_report(document) + "\n")
@@ -277,7 +286,7 @@ def case_setup(report: dict[str, Any], spec: dict[str, Any], seconds: float | No
 
 def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan: RunPlan, root: Path,
                 repeats: int, progress: Progress, shared: dict[tuple, Repeats],
-                analyser: Analyser) -> tuple[CaseResult, tuple]:
+                start: Callable[[RunPlan, Path], Future[RunResult]]) -> tuple[CaseResult, tuple]:
     """The case's result to fill and the key of its runs in `shared`, whose runs are started unless an
     earlier case (the other direction of one two-way run) started them."""
     platform = setup.platform
@@ -287,12 +296,13 @@ def _start_case(report: dict[str, Any], spec: dict[str, Any], setup: Setup, plan
                         medium=plan.link.medium, report_value=spec.get("report_value"), claim=spec.get("claim", {}))
     key = setup.key()
     if key not in shared:
-        shared[key] = repeat_runs(lambda run_dir: plan.start(run_dir, analyser, progress), spec["case"],
+        shared[key] = repeat_runs(lambda run_dir: start(plan, run_dir), spec["case"],
                                   root, repeats, progress)
     return result, key
 
 
-def _start_d_check(case: str, plan: RunPlan, root: Path, progress: Progress, analyser: Analyser) -> Repeats:
+def _start_d_check(case: str, plan: RunPlan, root: Path, progress: Progress,
+                   start: Callable[[RunPlan, Path], Future[RunResult]]) -> Repeats:
     """One more run of the case at twice D (its folder: CASE-d-check), not counted among its repeats."""
     slower = replace(plan, time=plan.time.slower())
     run_dir = root / f"{case.replace(' ', '-')}-d-check"
@@ -300,7 +310,7 @@ def _start_d_check(case: str, plan: RunPlan, root: Path, progress: Progress, ana
     progress.step(f"{case}: D check, one run at D = {slower.time.dilation:g} (twice {plan.time.dilation:g})")
     found = Repeats([], [str(run_dir)])
     try:
-        found.pending.append(slower.start(run_dir, analyser, progress))
+        found.pending.append(start(slower, run_dir))
     except NetreproError as exc:
         found.error = str(exc)
     return found
@@ -415,6 +425,8 @@ def _preamble(document: dict[str, Any], band: float) -> list[str]:
         lines.append(f"stand-in: {stand_in.get('cpu')}; NIC: {stand_in.get('nic')}")
     if document.get("note"):
         lines.append(f"note: {document['note']}")
+    if (document.get("jobs") or 1) > 1:
+        lines.append(f"runs: {document['jobs']} at once (device time; which shared the machine: reproduce.json)")
     pct = percent(band)
     chosen = (" (or that hangs on an input chosen to produce a mechanism the report implies: marked chosen)"
               if chosen_cases(document.get("inputs") or []) else "")

@@ -1,0 +1,116 @@
+"""reproduce --jobs N: how many runs go at once, and the pool that runs prepared plans side by side
+(on a stand-in for Ray here; the real chain is at the end)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from reproduce_helpers import _document, _run, case
+
+from harness.core.errors import NetreproError
+from harness.link import LinkSpec
+from harness.rig.devicetime import DeviceTime
+from harness.rig.workload import Workload
+from harness.studies.plan_pool import PlanPool, planned_jobs
+from harness.studies.reproduce import format_report, reproduce
+
+
+def test_the_default_is_what_the_machine_holds_and_never_more_than_the_runs():
+    assert planned_jobs(None, runs=12, cpus=2, ray=True) == 2
+    assert planned_jobs(None, runs=12, cpus=1, ray=True) == 1
+    assert planned_jobs(None, runs=12, cpus=8, ray=False) == 1   # without Ray: one at a time
+    assert planned_jobs(None, runs=1, cpus=8, ray=True) == 1     # one run: today's path
+    assert planned_jobs(3, runs=2, cpus=2, ray=True) == 2
+    assert planned_jobs(1, runs=12, cpus=8, ray=True) == 1
+    assert planned_jobs(4, runs=12, cpus=2, ray=True) == 4       # asked for: even beyond the cores
+    with pytest.raises(NetreproError, match="bad --jobs 0"):
+        planned_jobs(0, runs=3)
+
+
+class _Ref:
+    def __init__(self, task) -> None:
+        self.task = task
+
+
+class _Ray:
+    """Ray's remote/wait/get for plan tasks: each run returns a RunResult, or fails as `failing` says."""
+
+    def __init__(self, failing: set[str]) -> None:
+        self.failing, self.started = failing, []
+
+    def remote(self, **_options):
+        outer = self
+
+        class Remote:
+            @staticmethod
+            def remote(task):
+                outer.started.append(task.key)
+                return _Ref(task)
+        return lambda fn: Remote
+
+    def wait(self, refs, num_returns, timeout):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref, timeout):
+        if ref.task.key in self.failing:
+            return {"result": {"status": "failed"}, "error": "the board did not boot", "host": "h", "tarball": None}
+        run = _run(float(len(self.started)))
+        run.run_dir = ref.task.run_dir
+        return {"result": {"status": "passed"}, "error": None, "host": "h", "tarball": None, "run": run}
+
+
+def _plan() -> SimpleNamespace:
+    return SimpleNamespace(platform=SimpleNamespace(name="openmv-n6"), firmware=SimpleNamespace(
+        profile=SimpleNamespace(name="mp-n6-before")), link=LinkSpec.from_preset({}), workload=Workload("sock-rx"),
+        time=DeviceTime("device", 3.0), boot_timeout=60.0)
+
+
+def test_the_pool_settles_each_run_and_records_which_runs_shared_the_machine(tmp_path):
+    pool = PlanPool(jobs=2)
+    futures = [pool.submit(_plan(), tmp_path / f"case-{i}") for i in (1, 2, 3)]
+    ray = _Ray(failing={"case-2"})
+    pool.run(ray)
+    assert ray.started == ["case-1", "case-2", "case-3"]   # tried once each, as one at a time
+    assert futures[0].result().run_dir == str(tmp_path / "case-1") and futures[2].done()
+    with pytest.raises(NetreproError, match="did not boot"):
+        futures[1].result()
+    schedule = pool.schedule()
+    assert [row["run"] for row in schedule] == ["case-1", "case-2", "case-3"]
+    assert [row["slot"] for row in schedule] == [0, 1, 0]   # case-3 took the place case-1 left
+    assert schedule[1]["error"] == "the board did not boot"
+    assert all(row["start_s"] is not None and row["end_s"] is not None for row in schedule)
+    json.dumps(schedule)  # it goes into reproduce.json as it is
+
+
+def test_one_job_or_nothing_queued_needs_no_ray(tmp_path):
+    pool = PlanPool(jobs=2)
+    pool.run(ray=object())  # nothing queued: Ray is not touched
+    assert pool.schedule() == []
+
+
+def test_the_table_says_when_runs_shared_the_machine():
+    document = _document({"band": 0.15, "cases": [], "inputs": []}, [case("a", 10.0, 10.0)])
+    assert not any(ln.startswith("runs: ") for ln in format_report(document).splitlines())  # as --jobs 1 always was
+    document["jobs"] = 2
+    assert "runs: 2 at once (device time; which shared the machine: reproduce.json)" in format_report(
+        document).splitlines()
+
+
+@pytest.mark.real
+def test_two_runs_at_once_give_the_figures_of_one_at_a_time_through_the_real_chain(tmp_path):
+    """Device time: two boards sharing the machine measure what one alone does (the exact facts equal, the
+    link-limited figure within 1 %); the document says which runs shared it, and the D check still runs."""
+    only = ["ethernet rx before"]
+    alone = reproduce("openmv-n6", out=tmp_path, repeats=2, seconds=1, only=only, jobs=1)
+    shared = reproduce("openmv-n6", out=tmp_path, repeats=2, seconds=1, only=only, jobs=2, d_check=True)
+    assert (alone["jobs"], alone["schedule"]) == (1, None) and shared["jobs"] == 2
+    runs = {row["run"]: row for row in shared["schedule"]}
+    assert set(runs) == {"ethernet-rx-before-1", "ethernet-rx-before-2", "ethernet-rx-before-d-check"}
+    assert runs["ethernet-rx-before-1"]["alongside"] and {row["slot"] for row in runs.values()} == {0, 1}
+    a, b = alone["cases"][0], shared["cases"][0]
+    assert (b["device_mss"], b["device_window_max"], b["verdict"]) == (a["device_mss"], a["device_window_max"],
+                                                                       a["verdict"]), (a, b)
+    assert len(b["runs_mbps"]) == 2 and abs(b["median_mbps"] / a["median_mbps"] - 1) <= 0.01, (a, b)
+    assert b["d_check"] is not None and b["d_check_dilation"] == pytest.approx(2 * b["dilation"]), b
