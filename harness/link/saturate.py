@@ -40,6 +40,8 @@ from harness.link.counters import DirectionCounters
 from harness.link.process import Link
 from harness.link.spec import LinkSpec
 
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux, not exported by Python 3.11
+
 UDP_PAYLOAD = 1470                    # iperf2's UDP length (harness.rig.workload.UDP_LEN)
 HEADERS = 14 + 20 + 8                 # Ethernet, IPv4, UDP
 FRAME = UDP_PAYLOAD + HEADERS
@@ -80,20 +82,30 @@ def _socket(path: Path) -> socket.socket:
 
 
 class _Receiver(threading.Thread):
-    """Receives at the device's end until stopped: (monotonic time, payload bytes) per datagram."""
+    """Receives at the device's end until stopped: (monotonic time, payload bytes) per datagram. The time is the
+    kernel's stamp of the link's send (SO_TIMESTAMPNS), not this thread's wake-up, which a busy host delays."""
 
     def __init__(self, sock: socket.socket) -> None:
         super().__init__(daemon=True)
         self.sock, self.got, self.stopping = sock, [], threading.Event()
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         sock.settimeout(0.1)
+        self.realtime_ahead_ns = time.time_ns() - time.monotonic_ns()  # the kernel stamps in CLOCK_REALTIME
 
     def run(self) -> None:
         while not self.stopping.is_set():
             try:
-                data = self.sock.recv(65536)
+                data, anc, _flags, _addr = self.sock.recvmsg(65536, 64)
             except TimeoutError:
                 continue
-            self.got.append((time.monotonic(), len(data) - HEADERS))
+            self.got.append((self._stamp(anc), len(data) - HEADERS))
+
+    def _stamp(self, anc: list[tuple[int, int, bytes]]) -> float:
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                sec, nsec = struct.unpack("qq", payload[:16])
+                return (sec * 1_000_000_000 + nsec - self.realtime_ahead_ns) / 1e9
+        return time.monotonic()
 
 
 def _flood(peer: socket.socket, offered_bps: float, seconds: float) -> int:
