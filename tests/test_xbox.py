@@ -73,7 +73,7 @@ def full(result):
 def test_rx_nvnetdrv_beats_pktdrv(netrepro):
     pkt = run(netrepro, PROFILES["pktdrv"], "rx")
     nv = run(netrepro, PROFILES["nvnetdrv"], "rx")
-    assert pkt.link["to_device"]["overflow"] == "drop", "platforms/xbox.toml: rx_overflow"
+    assert pkt.link.to_device.overflow == "drop", "platforms/xbox.toml: rx_overflow"
     # pktdrv takes at most its 32 descriptors every 5 ms while ~41 full frames arrive at
     # 100 Mbit/s: the rest is lost on the wire, and TCP backs off (measured ~20 Mbit/s, report
     # 33). nvnetdrv takes frames as they come, on interrupts, without copying; it loses only a
