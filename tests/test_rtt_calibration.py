@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import statistics
 import tomllib
 from pathlib import Path
 
@@ -47,11 +46,17 @@ def test_an_rtt_the_passages_alone_exceed_is_one_clear_error():
 
 def test_pings_through_the_link_alone_read_its_arithmetic():
     """The link's capture at the peer's side times each ping, less this process's own answer: what is left is
-    the link's schedule, within 2 % of the arithmetic on the air and on a wire."""
+    the link's schedule, within 2 % of the arithmetic on the air and on a wire. A busy host only makes the link
+    hand a frame over later, never earlier: no ping reads less than the schedule, and the least of them is it."""
     for preset in ({"rtt": "5ms", "medium": "shared", "phy_rate": "46mbit"}, {"rtt": "2ms", "rate": "10mbit"}):
         spec = LinkSpec.from_preset(preset)
-        measured = statistics.median(pings(spec, 15))
-        assert measured == pytest.approx(idle_ping_s(spec), rel=0.02), (preset, measured)
+        assert_pings_read_the_schedule(spec)
+
+
+def assert_pings_read_the_schedule(spec: LinkSpec) -> None:
+    measured = pings(spec, 15)
+    assert min(measured) == pytest.approx(idle_ping_s(spec), rel=0.02), measured
+    assert all(ping > idle_ping_s(spec) * 0.98 for ping in measured), measured
 
 
 def test_the_n6_wifi_preset_is_calibrated_to_the_reports_rtt(n6):
@@ -136,4 +141,4 @@ def test_a_ping_crosses_the_wifi_chips_bus_both_ways_and_the_link_agrees():
                                 "bus_cost": "100us"})
     each_way = turn_s(bus, [PING_FRAME]) + 100e-6 + PING_FRAME * 8 / 20e6
     assert idle_ping_s(bus) == pytest.approx(5e-3 + 2 * each_way)
-    assert statistics.median(pings(bus, 15)) == pytest.approx(idle_ping_s(bus), rel=0.02)
+    assert_pings_read_the_schedule(bus)
