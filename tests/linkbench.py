@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from harness.link import Direction, Link, LinkCounters, LinkSpec
+from harness.link.stamps import recv_stamped, stamp_arrivals
 
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux, not exported by Python 3.11
 DEV_MAC = bytes.fromhex("020000000002")
 PEER_MAC = bytes.fromhex("020000000001")
 MS = 1_000_000  # ns
@@ -88,7 +88,7 @@ class Bench:
     def _socket(path: Path) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(str(path))
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        stamp_arrivals(sock)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         return sock
@@ -144,15 +144,10 @@ class Bench:
                 break
             sock.settimeout(left)
             try:
-                data, anc, _flags, _addr = sock.recvmsg(65536, 64)
+                data, stamp = recv_stamped(sock)
             except TimeoutError:
                 break
-            stamp = time.time_ns()
-            for level, kind, payload in anc:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                    sec, nsec = struct.unpack("qq", payload[:16])
-                    stamp = sec * 1_000_000_000 + nsec
-            out.append((stamp, data))
+            out.append((time.time_ns() if stamp is None else stamp, data))
         return out
 
     def at_peer(self, count: int, timeout: float = 3.0) -> list[tuple[int, bytes]]:

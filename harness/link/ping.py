@@ -28,10 +28,10 @@ from harness.link.air import bus_s, turn_s
 from harness.link.capture import read_pcap_ns
 from harness.link.process import Link
 from harness.link.spec import LinkSpec
+from harness.link.stamps import recv_stamped, stamp_arrivals
 
 PING_FRAME = 14 + 20 + 8 + 56  # ping's default: 56 bytes of data in an ICMP echo, in IPv4, in Ethernet
 _WAIT_S = 2.0                  # one ping's longest wait on the wall clock
-SO_TIMESTAMPNS = 35            # Linux's asm-generic/socket.h (Python's socket module does not name it)
 
 
 def passage_s(spec: LinkSpec, way: str, size: int = PING_FRAME) -> float:
@@ -72,8 +72,7 @@ def _socket(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(str(path))
     sock.settimeout(_WAIT_S)
-    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    return sock
+    return stamp_arrivals(sock)
 
 
 def pings(spec: LinkSpec, count: int = 20, gap_s: float = 0.02) -> list[float]:
@@ -109,13 +108,11 @@ def _one_ping(dev: socket.socket, peer: socket.socket, seq: int) -> int:
     request's arrival at its socket to its reply (both on the realtime clock the stamp is on). The reply's
     time is read before it is sent, so that this process's pause after sending it is not taken off the ping."""
     peer.send(_echo(seq, reply=False))
-    _data, ancillary, _flags, _addr = dev.recvmsg(2048, socket.CMSG_SPACE(16))
-    arrived = next(struct.unpack("qq", data[:16]) for level, kind, data in ancillary
-                   if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS)
+    _data, arrived = recv_stamped(dev, 2048)
     answered = time.time_ns()  # before the reply leaves: a pause of this process here would count as the link's
     dev.send(_echo(seq, reply=True))
     peer.recv(2048)
-    return answered - (arrived[0] * 1_000_000_000 + arrived[1])
+    return answered - arrived
 
 
 def _stamps(capture: Path) -> dict[tuple[int, int], int]:

@@ -39,8 +39,7 @@ from harness.core.errors import NetreproError
 from harness.link.counters import DirectionCounters
 from harness.link.process import Link
 from harness.link.spec import LinkSpec
-
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux, not exported by Python 3.11
+from harness.link.stamps import recv_stamped, stamp_arrivals
 
 UDP_PAYLOAD = 1470                    # iperf2's UDP length (harness.rig.workload.UDP_LEN)
 HEADERS = 14 + 20 + 8                 # Ethernet, IPv4, UDP
@@ -88,24 +87,18 @@ class _Receiver(threading.Thread):
     def __init__(self, sock: socket.socket) -> None:
         super().__init__(daemon=True)
         self.sock, self.got, self.stopping = sock, [], threading.Event()
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        stamp_arrivals(sock)
         sock.settimeout(0.1)
         self.realtime_ahead_ns = time.time_ns() - time.monotonic_ns()  # the kernel stamps in CLOCK_REALTIME
 
     def run(self) -> None:
         while not self.stopping.is_set():
             try:
-                data, anc, _flags, _addr = self.sock.recvmsg(65536, 64)
+                data, stamp = recv_stamped(self.sock)
             except TimeoutError:
                 continue
-            self.got.append((self._stamp(anc), len(data) - HEADERS))
-
-    def _stamp(self, anc: list[tuple[int, int, bytes]]) -> float:
-        for level, kind, payload in anc:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                sec, nsec = struct.unpack("qq", payload[:16])
-                return (sec * 1_000_000_000 + nsec - self.realtime_ahead_ns) / 1e9
-        return time.monotonic()
+            at = time.monotonic() if stamp is None else (stamp - self.realtime_ahead_ns) / 1e9
+            self.got.append((at, len(data) - HEADERS))
 
 
 def _flood(peer: socket.socket, offered_bps: float, seconds: float) -> int:
