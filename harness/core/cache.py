@@ -16,16 +16,25 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
-def content_hash(files: Iterable[Path], extra: Iterable[str] = ()) -> str:
-    """A hash of the files' names and contents and of extra strings (flags, versions)."""
+def content_hash(files: Iterable[Path], extra: Iterable[str] = (), roots: Iterable[Path] = ()) -> str:
+    """A hash of the files' names and contents and of extra strings (flags, versions). A file under one of
+    `roots` is named by its path inside it, so that a checkout elsewhere (a fresh clone) finds the same key."""
     digest = hashlib.sha256()
+    bases = [Path(r) for r in roots]
     for path in sorted(Path(f) for f in files):
-        digest.update(str(path).encode() + b"\0")
+        digest.update(_name_in(path, bases).encode() + b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
     for item in extra:
         digest.update(item.encode() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def _name_in(path: Path, roots: list[Path]) -> str:
+    for number, root in enumerate(roots):
+        if path.is_relative_to(root):
+            return f"<{number}>/{path.relative_to(root)}"
+    return str(path)
 
 
 def file_sha256(path: Path) -> str:

@@ -196,7 +196,7 @@ def firmware_key(config: FirmwareConfig) -> str:
     inputs = [*tree_files(FIRMWARE_DIR), *tree_files(tree / "src"), *profile.input_files()]
     return content_hash(inputs, [*generated_files(platform).values(), profile.overlay(), profile.name,
                                  _toolchain(platform), *map(str, profile.include_dirs), *map(str, profile.sources),
-                                 *(f"stub:{h}" for h in profile.stub_headers)])
+                                 *(f"stub:{h}" for h in profile.stub_headers)], roots=(PROJECT_ROOT, tree))
 
 
 def _c_locale() -> dict[str, str]:
