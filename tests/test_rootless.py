@@ -26,6 +26,7 @@ import pytest
 
 from harness.cli.exit_codes import ExitCode
 from harness.link.process import TUN_DEVICE
+from harness.runs.disturbed import REPEAT_SUFFIX
 from tests.conftest import socket_dirs
 
 pytestmark = pytest.mark.real
@@ -149,10 +150,13 @@ def test_a_run_as_an_unprivileged_user_gives_the_roots_figures(user, no_leftover
     runs = user.base / "runs"
     proc = user.run(["./netrepro", *RUN, "--out", str(runs)])
     assert proc.returncode == 0, proc.stderr
-    # progress only: the missing real-time priority is no failure (the link notes it in link.log)
-    assert [line for line in proc.stderr.splitlines() if not line.startswith("[")] == []
+    # progress only: the missing real-time priority is no failure (the link notes it in link.log); a busy host
+    # may make the run repeat at a slower D, which it says, and then the repeat's folder is the run that stands
+    said = [line for line in proc.stderr.splitlines() if not line.startswith("[")]
+    assert [line for line in said if "; repeating at D" not in line] == []
 
-    (run_dir,) = runs.iterdir()
+    *repeated, run_dir = sorted(runs.iterdir())
+    assert all(run_dir.name == d.name + REPEAT_SUFFIX * (len(repeated) - k) for k, d in enumerate(repeated)), repeated
     assert run_dir.stat().st_uid == user.uid and (run_dir / "capture.pcap").stat().st_uid == user.uid
     result = json.loads((run_dir / "result.json").read_text())
     analysis, counters = result["analysis"], result["link_counters"]

@@ -42,6 +42,7 @@ from harness.rig.platform import load_platform
 from harness.rig.session import Session, make_run_dir
 from harness.rig.workload import Workload
 from harness.runs.analyse import data_rate
+from harness.runs.disturbed import REPEAT_SUFFIX
 from harness.runs.plan import Configuration, RunPlan
 from harness.runs.result import RunResult, device_busy
 from harness.studies.reproduce import reproduce
@@ -184,11 +185,16 @@ def netrepro(request: pytest.FixtureRequest, netrepro_runs_root: Path) -> Netrep
     return Netrepro(request, netrepro_runs_root)
 
 
+def _with_repeats(run_dir: Path) -> list[Path]:
+    """A run's folder and those of its repeats at a slower D (harness.runs.disturbed)."""
+    return [run_dir, *sorted(run_dir.parent.glob(f"{run_dir.name}{REPEAT_SUFFIX}*"))]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
-    run_dirs = item.stash.get(_RUN_DIRS, [])
+    run_dirs = [d for planned in item.stash.get(_RUN_DIRS, []) for d in _with_repeats(planned)]
     if report.when != "call" or not run_dirs:
         return
     if report.failed:

@@ -19,6 +19,8 @@ from harness.core.progress import Progress
 from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, DeviceTime
 from harness.runs.analyse import MeasuredRun
 
+REPEAT_SUFFIX = "-slower"  # a repeat's folder: its run's folder with this added, once per repeat
+
 
 class Measurable(Protocol):
     """What the policy needs of a plan: its time, and one run of it (RunPlan.measure)."""
@@ -49,7 +51,7 @@ class DisturbedPolicy:
             disturbed = measured.analysed()  # the disturbed run's folder keeps its analysis too
             repeats.append({"run_dir": disturbed.run_dir, "figure": disturbed.throughput_mbps,
                             "dilation": plan.time.dilation, "why": why})
-            plan, run_dir = replace(plan, time=slower), run_dir.with_name(run_dir.name + "-slower")
+            plan, run_dir = replace(plan, time=slower), run_dir.with_name(run_dir.name + REPEAT_SUFFIX)
             run_dir.mkdir()
             measured = plan.measure(run_dir, progress)
         # the run that stands says what it stands in for, so that no table replaces a figure silently
