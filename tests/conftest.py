@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.exit_codes import ExitCode
+from harness.core.machine import CPUS_ENV
 from harness.rig.build import lwip_tree
 from harness.rig.platform import load_platform
 
@@ -28,6 +29,10 @@ _PR_SET_CHILD_SUBREAPER = 36
 # keeps for its user (tests that calibrate write here).
 _TMP = Path(os.environ.get("TMPDIR", "/tmp"))
 os.environ["NETREPRO_CALIBRATION"] = str(_TMP / f"netrepro-test-calibration-{os.getpid()}")
+# pytest-xdist's workers share the machine, each running boards of its own: each plans runs side by side
+# (--jobs' default) on its share of the cores, as a user sharing a machine would say with NETREPRO_CPUS
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+os.environ.setdefault(CPUS_ENV, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 # Orphans of the processes tests start (e.g. a CLI run interrupted) are re-parented to this
 # process instead of init, so a leak still shows up among its descendants.

@@ -1,0 +1,94 @@
+"""The test suite as CI runs it: a fresh clone of this checkout's HEAD, `bash .ci/run`, timed, optionally with
+busy loops beside it (the issue's "a busy machine": each loop keeps one core's worth of work waiting).
+
+    python benchmarks/suite_bench.py [--busy N] [--label TEXT]
+
+Writes benchmarks/results/test-suite-<label>.md: the commit, the busy loops, the wall time, pytest's summary line
+and its slowest 25, the firmware builds the run made (folders new in the build cache: a fresh clone reuses the
+machine's builds of the same sources) and the load average before and after. The clone, its virtualenv and the
+busy loops are removed at the end, whatever happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+LIMIT_S = 90 * 60  # CI's own limit
+BUILDS = Path(os.environ.get("NETREPRO_CACHE") or Path.home() / ".cache" / "netrepro") / "builds"
+
+
+def busy_loops(count: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(count)]
+
+
+def stop(loops: list[subprocess.Popen]) -> None:
+    for loop in loops:
+        os.killpg(loop.pid, signal.SIGKILL)
+        loop.wait()
+
+
+def builds() -> set[str]:
+    return {p.name for p in BUILDS.iterdir() if p.is_dir()} if BUILDS.is_dir() else set()
+
+
+def slowest(output: str) -> str:
+    block = output.split("slowest 25 durations", 1)[-1].split("short test summary", 1)[0]
+    return "\n".join(line for line in block.splitlines() if re.match(r"\s*\d+\.\d+s ", line))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--busy", type=int, default=0, help="busy loops beside the suite")
+    parser.add_argument("--label", default=None, help="the result file's name: test-suite-LABEL.md")
+    args = parser.parse_args()
+    label = args.label or ("busy" if args.busy else "quiet")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    clone = Path(tempfile.mkdtemp(prefix="netrepro-suite-")) / "netrepro"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    before, load_before = builds(), os.getloadavg()
+    loops = busy_loops(args.busy)
+    start = time.monotonic()
+    try:
+        done = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True, timeout=LIMIT_S,
+                              env={**os.environ, "CI": "true"})
+        output, code = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        output, code = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {LIMIT_S} s)", -1
+    finally:
+        wall = time.monotonic() - start
+        stop(loops)
+        shutil.rmtree(clone.parent, ignore_errors=True)
+    made = len(builds() - before)
+    summary = next((line for line in reversed(output.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "?")
+    text = (f"# The test suite, {label}\n\n`python benchmarks/suite_bench.py --busy {args.busy}` at {commit} "
+            f"({time.strftime('%Y-%m-%d %H:%M %Z')}): a fresh clone, `bash .ci/run`, {args.busy} busy loop(s) "
+            f"beside it on {os.cpu_count()} cores.\n\n"
+            f"- exit code {code}, wall {wall / 60:.1f} min ({wall:.0f} s)\n- pytest: `{summary.strip('= ')}`\n"
+            f"- firmware builds made: {made} (the rest were in the machine's build cache)\n"
+            f"- load average before {[round(x, 2) for x in load_before]}, after "
+            f"{[round(x, 2) for x in os.getloadavg()]}\n\n```\n{slowest(output)}\n```\n")
+    failures = [line for line in output.splitlines() if line.startswith("FAILED")]
+    if failures:
+        text += "\nFailures:\n\n```\n" + "\n".join(failures) + "\n```\n"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"test-suite-{label}.md").write_text(text)
+    (RESULTS / f"test-suite-{label}.log").write_text(output[-200_000:])
+    print(text)
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
