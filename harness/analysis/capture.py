@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from harness.core.errors import NetreproError
 
@@ -91,7 +91,8 @@ TSHARK_FIELDS = tuple(f for _, f in FIELDS)
 COLUMN = {name: i for i, (name, _) in enumerate(FIELDS)}
 
 Row = list[str]
-Feed = Callable[[IO[bytes]], None]  # handed tshark's stdin once tshark runs; writes the capture into it, then closes it
+# handed tshark's process once it runs: writes the capture into its stdin, then closes it (and may stop it)
+Feed = Callable[[subprocess.Popen], None]
 
 
 @functools.cache
@@ -166,7 +167,7 @@ def _pyshark_classes() -> type:
             popen = subprocess.Popen(parameters, stdin=subprocess.PIPE if self.feed else subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             if self.feed is not None:
-                self.feed(popen.stdin)
+                self.feed(popen)
             with contextlib.suppress(OSError):  # a deep pipe: tshark does not wait while rows are parsed
                 fcntl.fcntl(popen.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
             process = PipeProcess(popen, await pipe_reader(self.eventloop, popen.stdout),

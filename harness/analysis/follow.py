@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +30,7 @@ from harness.core.errors import NetreproError
 
 POLL_S = 0.05           # how often the copy looks for new bytes once it has copied everything there was
 COPY_BYTES = 1 << 20    # the most it copies in one read
-CANCEL_WAIT_S = 5.0     # the longest cancel() waits for each thread
+CANCEL_WAIT_S = 30.0    # the longest cancel() waits for each thread (tshark killed, they end at once)
 
 
 class CaptureFollower:
@@ -50,6 +51,7 @@ class CaptureFollower:
         self._error: BaseException | None = None
         self._copy_error: OSError | None = None
         self._copier: threading.Thread | None = None
+        self._tshark: subprocess.Popen | None = None
         self._scanner = threading.Thread(target=self._read, name="netrepro-follow-scan", daemon=True)
 
     @classmethod
@@ -64,10 +66,15 @@ class CaptureFollower:
         """Whether a thread of the follower is still at work."""
         return self._scanner.is_alive() or (self._copier is not None and self._copier.is_alive())
 
-    def _feed(self, pipe: IO[bytes]) -> None:
-        """TsharkStream's feed: called once tshark runs, with its stdin, which the copy then owns."""
-        self._copier = threading.Thread(target=self._copy, args=(pipe,), name="netrepro-follow-copy", daemon=True)
+    def _feed(self, tshark: subprocess.Popen) -> None:
+        """TsharkStream's feed: called once tshark runs; the copy then owns its stdin."""
+        assert tshark.stdin is not None
+        self._tshark = tshark
+        self._copier = threading.Thread(target=self._copy, args=(tshark.stdin,), name="netrepro-follow-copy",
+                                        daemon=True)
         self._copier.start()
+        if self._cancel.is_set():  # cancelled while tshark started (cancel() may not have seen it)
+            self._stop_tshark()
 
     def _copy(self, pipe: IO[bytes]) -> None:
         """The file's bytes into tshark's stdin as they appear; closing it at the end is tshark's end of file."""
@@ -127,9 +134,16 @@ class CaptureFollower:
         scan, self._scan = self._scan, None  # the analysis takes the scan's columns: it is not kept here too
         return analyse_scan(self.path, scan, read_warnings(self.path, self._stream), **arguments)
 
+    def _stop_tshark(self) -> None:
+        tshark = self._tshark
+        if tshark is not None and tshark.poll() is None:
+            with contextlib.suppress(OSError):
+                tshark.kill()
+
     def cancel(self) -> None:
-        """Stop copying and scanning; tshark exits (its stdin closed) or is killed. Safe to call at any time."""
+        """Stop copying and scanning, and tshark (its reader reaps it). Safe to call at any time, and again."""
         self._cancel.set()
+        self._stop_tshark()
         self._scanner.join(CANCEL_WAIT_S)
         if self._copier is not None:
             self._copier.join(CANCEL_WAIT_S)
