@@ -56,7 +56,7 @@ def _fake_measure(disturbed_tries: int):
 def disturbed(monkeypatch):
     """Every run's first try is disturbed, its repeat is not; no capture to analyse."""
     monkeypatch.setattr(plan_module.RunPlan, "measure", _fake_measure(1))
-    monkeypatch.setattr(analyse_module, "analyse_run", lambda result: SimpleNamespace(connections=[]))
+    monkeypatch.setattr(analyse_module, "analyse_run", lambda result, *_: SimpleNamespace(connections=[]))
 
 
 def _device_time() -> DeviceTime:
@@ -100,7 +100,7 @@ def test_an_undisturbed_run_is_not_repeated_and_says_so(tmp_path, monkeypatch):
 
 def test_the_policy_stops_after_its_tries_and_the_last_run_stands_still_marked(tmp_path, monkeypatch):
     monkeypatch.setattr(plan_module.RunPlan, "measure", _fake_measure(9))
-    monkeypatch.setattr(analyse_module, "analyse_run", lambda result: SimpleNamespace(connections=[]))
+    monkeypatch.setattr(analyse_module, "analyse_run", lambda result, *_: SimpleNamespace(connections=[]))
     measured = DisturbedPolicy(tries=3).measure(_plan(), tmp_path / "r-1")
     assert measured.result.run_dir == str(tmp_path / "r-1-slower-slower") and measured.result.time["host_lagged"]
     assert [r["dilation"] for r in measured.result.repeats] == [2.0, 4.0]

@@ -25,7 +25,7 @@ import functools
 import queue
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,8 @@ TSHARK_FIELDS = tuple(f for _, f in FIELDS)
 COLUMN = {name: i for i, (name, _) in enumerate(FIELDS)}
 
 Row = list[str]
+# handed tshark's process once it runs: writes the capture into its stdin, then closes it (and may stop it)
+Feed = Callable[[subprocess.Popen], None]
 
 
 @functools.cache
@@ -142,7 +144,8 @@ def _pyshark_classes() -> type:
     class TsharkFields(FileCapture):
         """pyshark FileCapture reading tshark's field output (-T fields) in batches of rows."""
 
-        def __init__(self, path: Path, fields: Sequence[str], prefs: dict[str, str], loop) -> None:
+        def __init__(self, path: Path, fields: Sequence[str], prefs: dict[str, str], loop,
+                     feed: Feed | None = None) -> None:
             params = ["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f", "-E", "header=n", "-E", "quote=n"]
             for name in fields:
                 params += ["-e", name]
@@ -150,12 +153,21 @@ def _pyshark_classes() -> type:
                              custom_parameters=params)
             self.stderr_lines: list[str] = []
             self.returncode: int | None = None
+            self.feed = feed
+
+        def get_parameters(self, packet_count=None):
+            parameters = super().get_parameters(packet_count=packet_count)
+            if self.feed is not None:  # the capture comes on stdin (a file still being written: analysis.follow)
+                parameters[parameters.index("-r") + 1] = "-"
+            return parameters
 
         async def _get_tshark_process(self, packet_count=None, stdin=None):
             self._verify_capture_parameters()
             parameters = [self._get_tshark_path(), "-n", *self.get_parameters(packet_count=packet_count)]
-            popen = subprocess.Popen(parameters, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+            popen = subprocess.Popen(parameters, stdin=subprocess.PIPE if self.feed else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if self.feed is not None:
+                self.feed(popen)
             with contextlib.suppress(OSError):  # a deep pipe: tshark does not wait while rows are parsed
                 fcntl.fcntl(popen.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
             process = PipeProcess(popen, await pipe_reader(self.eventloop, popen.stdout),
@@ -195,12 +207,16 @@ class TsharkStream:
     """tshark's rows as they come: pyshark's capture loop runs in a worker thread and hands each batch of
     rows through a short queue, so at most a few batches (about a megabyte of text each) are held at a
     time, and tshark waits on its pipe while the rows are used. Iterate once; then ``returncode`` and
-    ``stderr`` say how tshark ended. ``rows_read`` counts the rows handed over."""
+    ``stderr`` say how tshark ended. ``rows_read`` counts the rows handed over.
+
+    ``feed``, when given, writes the capture into tshark's stdin (``-r -``) instead of tshark reading
+    ``path``: a capture read while its writer still writes it (``analysis.follow``)."""
 
     QUEUE_BATCHES = 4
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, feed: Feed | None = None) -> None:
         self.path = path
+        self.feed = feed
         self.returncode: int | None = None
         self.stderr: list[str] = []
         self.rows_read = 0
@@ -221,7 +237,7 @@ class TsharkStream:
         loop = asyncio.new_event_loop()
         capture = None
         try:
-            capture = _pyshark_classes()(self.path, TSHARK_FIELDS, TSHARK_PREFS, loop)
+            capture = _pyshark_classes()(self.path, TSHARK_FIELDS, TSHARK_PREFS, loop, self.feed)
             capture.apply_on_packets(self._put)
             self.returncode, self.stderr = capture.returncode or 0, capture.stderr_lines
         except BaseException as exc:  # handed to the reading thread

@@ -50,8 +50,20 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
     _check_arguments(device_ip, interval_s, captured_at, sender)
     stream = TsharkStream(path)  # rows as tshark writes them: none is kept, only counters and columns
     scan = CaptureScan().read(stream)
-    facts = measure_scan(str(path), scan, read_warnings(path, stream), device_ip=device_ip, conn=conn,
-                         captured_at=captured_at, sender=sender, link_rate_bps=link_rate_bps, interval_s=interval_s)
+    return analyse_scan(path, scan, read_warnings(path, stream), device_ip=device_ip, conn=conn,
+                        link_rate_bps=link_rate_bps, interval_s=interval_s, captured_at=captured_at, sender=sender,
+                        device_busy=device_busy, link_stage=link_stage)
+
+
+def analyse_scan(path: str | os.PathLike, scan: CaptureScan, read_warnings: tuple[str, ...] = (),
+                 device_ip: str | None = None, conn: int | None = None, link_rate_bps: float | None = None,
+                 interval_s: float = 1.0, captured_at: str | None = None, sender: str | None = None,
+                 device_busy: float | None = None, link_stage: str = "link") -> CaptureAnalysis:
+    """load_capture's analysis of a capture already scanned (every row of it in `scan`, tshark's complaints
+    in `read_warnings`): a capture followed while it was written (analysis.follow) ends here too."""
+    _check_arguments(device_ip, interval_s, captured_at, sender)
+    facts = measure_scan(str(path), scan, read_warnings, device_ip=device_ip, conn=conn, captured_at=captured_at,
+                         sender=sender, link_rate_bps=link_rate_bps, interval_s=interval_s)
     if device_busy is not None:
         facts = dataclasses.replace(facts, device_busy=device_busy)
     if link_stage != "link":

@@ -46,12 +46,14 @@ class Session:
     """Namespace + link + board for one run; a context manager that leaves nothing behind.
 
     `capture_at` is the side of the link its capture is taken at, "device" or "peer" (harness.link.Link);
-    `peer_quickack`: the peer ACKs every segment (a route's quickack), as a report's peer may have."""
+    `peer_quickack`: the peer ACKs every segment (a route's quickack), as a report's peer may have;
+    `live_capture`: the link writes its capture as it goes instead of holding it in memory until it stops, for a
+    capture analysed while it is written (harness.analysis.follow)."""
 
     def __init__(self, platform: Platform, firmware: Firmware, run_dir: Path, link_spec: LinkSpec,
                  addresses: Addresses | None = None, progress: Progress | None = None,
                  boot_timeout: float = 60.0, time: DeviceTime | None = None, capture_at: str = "device",
-                 peer_quickack: bool = False) -> None:
+                 peer_quickack: bool = False, live_capture: bool = False) -> None:
         self.platform = platform
         self.firmware = firmware
         self.run_dir = run_dir
@@ -63,6 +65,7 @@ class Session:
         self.time = time or DeviceTime("host")
         self.capture_at = capture_side(capture_at)
         self.peer_quickack = peer_quickack
+        self.live_capture = live_capture
         self.peer_timers: dict | None = None  # what PeerTimers.apply set, once the namespace is up
         self.sock_dir: Path | None = None
         self.namespace: Namespace | None = None
@@ -104,11 +107,14 @@ class Session:
         self.progress.step("starting the peer namespace and the link")
         self.namespace = Namespace(self.run_dir).start()
         priority = {} if self.time.favoured else {"rt_priority": None, "nice": None}  # --no-realtime
+        # a capture analysed while it is written (RunPlan.follows_capture) must reach the disk as it goes: the link
+        # then hands it to its writer every full MiB and at least once a second of its time, not all at the end
+        held = {"hold_capture_mib": 0} if self.live_capture else {}
         self.link = Link(self.link_run, device_sock=nic.remote,
                          device_remote=nic.local, run_dir=self.run_dir,
                          tap=TAP_NAME, prefix=self.namespace.prefix(), dilation=self.time.dilation,
                          board_clock=nic.clock, board_clock_per_ms=CLOCK_SUBTICKS_PER_MS,
-                         capture_at=self.capture_at, **priority)
+                         capture_at=self.capture_at, **priority, **held)
         self.link.start(timeout=10.0)
         self.namespace.configure_tap(TAP_NAME, self.addresses)
         self.peer_timers = PeerTimers(self.time.dilation, self.peer_quickack).apply(self.namespace, self.addresses,

@@ -3,11 +3,13 @@ the link's rate in the direction the data went."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.analysis import CaptureAnalysis, load_capture
+from harness.analysis.follow import CaptureFollower
 from harness.analysis.plots import plot_capture
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
@@ -19,16 +21,19 @@ from harness.runs.result import RunResult, device_busy
 
 @dataclass
 class MeasuredRun:
-    """A run whose workload finished and whose result is saved, its capture not yet analysed."""
+    """A run whose workload finished and whose result is saved, its capture not yet analysed (or analysed as the
+    link wrote it, by `follower`); `workload_end` is the time.monotonic() at which its workload ended."""
 
     result: RunResult
     transfers: list[Transfer]
     progress: Progress
+    follower: CaptureFollower | None = None
+    workload_end: float | None = None
 
     def analysed(self) -> RunResult:
         """The capture's analysis (and plots) added, the peer's figures retimed by it, the result saved again."""
         self.progress.step(f"analysing the capture of {Path(self.result.run_dir).name}")
-        analysis = analyse_run(self.result)
+        analysis = analyse_run(self.result, self.follower, self.workload_end)
         retime_peer_figures(self.result, self.transfers, analysis)
         self.result.save()
         return self.result
@@ -103,17 +108,31 @@ def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: 
         result.time["peer_figures_timed_by"] = {t.direction: t.timed_by for t in retimed if t.timed_by}
 
 
-def analyse_run(result: RunResult) -> CaptureAnalysis:
-    """Add the capture's analysis and plots to the result of a finished run."""
+def analyse_run(result: RunResult, follower: CaptureFollower | None = None,
+                workload_end: float | None = None) -> CaptureAnalysis:
+    """Add the capture's analysis and plots to the result of a finished run: the follower's, which read the capture
+    while the link wrote it, else the finished file's (the same analysis either way)."""
     rate, stage = data_rate(result)
-    analysis = load_capture(result.capture, device_ip=result.device, link_rate_bps=rate,
-                            captured_at=result.captured_at, device_busy=device_busy(result), link_stage=stage)
+    arguments = {"device_ip": result.device, "link_rate_bps": rate, "captured_at": result.captured_at,
+                 "device_busy": device_busy(result), "link_stage": stage}
+    analysis = follower.analysis(**arguments) if follower else load_capture(result.capture, **arguments)
+    _record_ready(result, follower, workload_end)
     result.analysis = analysis.to_summary()
     _cost_per_segment(result)
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
              f"rtt {result.link.rtt_s * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
     result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
     return analysis
+
+
+def _record_ready(result: RunResult, follower: CaptureFollower | None, workload_end: float | None) -> None:
+    """When the analysis was ready (the plots aside) and, when followed, when the link closed the capture: wall
+    seconds after the workload's end."""
+    if workload_end is None:
+        return
+    result.analysis_ready_s = round(time.monotonic() - workload_end, 3)
+    if follower is not None and follower.closed_at is not None:
+        result.capture_closed_s = round(follower.closed_at - workload_end, 3)
 
 
 def data_rate_bps(result: RunResult, direction: str | None = None) -> float | None:

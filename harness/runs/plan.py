@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from harness.analysis.follow import CaptureFollower
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import SETTINGS, LinkSpec, capture_side
@@ -73,6 +74,7 @@ class RunPlan:
     check_alive: bool = False  # a soak: at the end, does the board still answer its console and a ping?
     capture_at: str = "device"  # the side of the link the capture is taken at: "device" or "peer"
     peer_quickack: bool = False  # the peer ACKs every segment (harness.rig.peer_timers)
+    follow_capture: bool = True  # analyse the capture as the link writes it, where the plan allows (follows_capture)
 
     def __post_init__(self) -> None:
         capture_side(self.capture_at)  # a bad side fails before anything is built or booted
@@ -92,13 +94,20 @@ class RunPlan:
         moves (in host time, or on a board that sends no clock, the analysis would take the host from it)."""
         return self.platform.sends_clock(self.time)
 
+    def follows_capture(self) -> bool:
+        """Whether the capture is analysed while the run goes on (harness.analysis.follow), so that its figures
+        are ready when the run ends: only where another run's analysis could overlap this one (the same host
+        taken from the same board), else after the run as before."""
+        return self.follow_capture and self.analysis_may_overlap()
+
     def measure(self, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
         """One run of the workload on a freshly booted board, whether or not the host disturbed it (execute and
         start apply the policy for that); the result is saved (unanalysed) even when the run fails."""
         progress = progress or Progress(quiet=True)
+        following = self.follows_capture()
         rig = Session(self.platform, self.firmware, run_dir, self.link, progress=progress,
                       boot_timeout=self.boot_timeout, time=self.time, capture_at=self.capture_at,
-                      peer_quickack=self.peer_quickack)
+                      peer_quickack=self.peer_quickack, live_capture=following)
         result = RunResult(platform=self.platform.name, profile=self.firmware.profile.name,
                            lwip_version=self.firmware.lwip_version, link=rig.link_run,
                            workload=self.workload.describe(), run_dir=str(run_dir),
@@ -109,8 +118,11 @@ class RunPlan:
                            lwip_ram=self.firmware.lwip_ram.summary() if self.firmware.lwip_ram else {})
         (run_dir / "link.json").write_text(json.dumps(result.link.as_dict(), indent=2) + "\n")
         transfers: list[Transfer] = []
+        follower: CaptureFollower | None = None
         try:
             with rig:
+                if following:  # the capture is complete once the session has stopped the link
+                    follower = CaptureFollower.start(result.capture, closed=lambda: rig.link is None)
                 result.peer_timers = rig.peer_timers
                 result.boot_seconds = round(rig.console.boot_seconds or 0.0, 3)
                 result.options = rig.console.opts()
@@ -151,7 +163,9 @@ class RunPlan:
             result.engine_clock = rig.engine_clock
             _warn_if_lagging(result.engine_clock, progress)
             result.save()
-        return MeasuredRun(result, transfers, progress)
+            if follower is not None and result.status != "passed":  # no tshark nor thread outlives a failed run
+                follower.cancel()
+        return MeasuredRun(result, transfers, progress, follower, workload_wall[1])
 
 
 def _link_judged(judged: DeviceTime, counters: LinkCounters, workload_wall: tuple[float, float]) -> DeviceTime:

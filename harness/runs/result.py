@@ -53,6 +53,10 @@ class RunResult:
     alive: dict[str, bool] | None = None  # a soak's end: the board answered its console, a ping (None: not asked)
     boot_seconds: float | None = None
     analysis: AnalysisSummary | None = None       # the capture's analysis, once the run finished
+    # wall seconds from the workload's end to its analysis (plots aside), and, when the capture was analysed as the
+    # link wrote it (harness.analysis.follow), to the link closing it
+    analysis_ready_s: float | None = None
+    capture_closed_s: float | None = None
     plots: list[str] = field(default_factory=list)
     captured_at: str = "device"  # the side of the link `capture` was taken at (a result.json without it: device)
     # a repeat at twice D (DisturbedPolicy): the run the host disturbed, which this one replaces (run_dir, figure,
