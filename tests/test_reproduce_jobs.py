@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import pickle
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -12,7 +15,9 @@ from reproduce_helpers import _document, _run, case
 from harness.core.errors import NetreproError
 from harness.link import LinkSpec
 from harness.rig.devicetime import DeviceTime
+from harness.rig.transfer import Transfer
 from harness.rig.workload import Workload
+from harness.runs.analyse import MeasuredRun
 from harness.studies.plan_pool import PlanPool, planned_jobs
 from harness.studies.reproduce import format_report, reproduce
 
@@ -35,10 +40,11 @@ class _Ref:
 
 
 class _Ray:
-    """Ray's remote/wait/get for plan tasks: each run returns a RunResult, or fails as `failing` says."""
+    """Ray's remote/wait/get for plan tasks: each run returns a RunResult, or fails as `failing` says; a task
+    that asks for no analysis (RunTask.analyse False) comes back unanalysed, with its transfers."""
 
     def __init__(self, failing: set[str]) -> None:
-        self.failing, self.started = failing, []
+        self.failing, self.started, self.analysed_here = failing, [], []
 
     def remote(self, **_options):
         outer = self
@@ -58,16 +64,36 @@ class _Ray:
             return {"result": {"status": "failed"}, "error": "the board did not boot", "host": "h", "tarball": None}
         run = _run(float(len(self.started)))
         run.run_dir = ref.task.run_dir
-        return {"result": {"status": "passed"}, "error": None, "host": "h", "tarball": None, "run": run}
+        if ref.task.analyse:
+            self.analysed_here.append(ref.task.key)
+        return {"result": {"status": "passed"}, "error": None, "host": "h", "tarball": None, "run": run,
+                "transfers": None if ref.task.analyse else [Transfer("rx", 1000, 1.0)]}
 
 
-def _plan() -> SimpleNamespace:
+def _plan(overlap: bool = True) -> SimpleNamespace:
     return SimpleNamespace(platform=SimpleNamespace(name="openmv-n6"), firmware=SimpleNamespace(
         profile=SimpleNamespace(name="mp-n6-before")), link=LinkSpec.from_preset({}), workload=Workload("sock-rx"),
-        time=DeviceTime("device", 3.0), boot_timeout=60.0)
+        time=DeviceTime("device", 3.0), boot_timeout=60.0, analysis_may_overlap=lambda: overlap)
 
 
-def test_the_pool_settles_each_run_and_records_which_runs_shared_the_machine(tmp_path):
+@pytest.fixture
+def analysed_by_the_caller(monkeypatch):
+    """MeasuredRun.analysed stood in for: slow, as tshark is, and recording which run and in which thread;
+    case-bad's capture does not analyse."""
+    seen: list[tuple[str, str]] = []
+
+    def analysed(self):
+        time.sleep(0.05)
+        if self.result.run_dir.endswith("case-bad"):
+            raise NetreproError("tshark could not read the capture")
+        seen.append((self.result.run_dir.rsplit("/", 1)[-1], threading.current_thread().name))
+        self.result.plots = ["analysed.png"]
+        return self.result
+    monkeypatch.setattr(MeasuredRun, "analysed", analysed)
+    return seen
+
+
+def test_the_pool_settles_each_run_and_records_which_runs_shared_the_machine(tmp_path, analysed_by_the_caller):
     pool = PlanPool(jobs=2)
     futures = [pool.submit(_plan(), tmp_path / f"case-{i}") for i in (1, 2, 3)]
     ray = _Ray(failing={"case-2"})
@@ -82,6 +108,42 @@ def test_the_pool_settles_each_run_and_records_which_runs_shared_the_machine(tmp
     assert schedule[1]["error"] == "the board did not boot"
     assert all(row["start_s"] is not None and row["end_s"] is not None for row in schedule)
     json.dumps(schedule)  # it goes into reproduce.json as it is
+
+
+def test_a_run_frees_its_place_when_measured_and_the_caller_analyses_it(tmp_path, analysed_by_the_caller):
+    pool = PlanPool(jobs=2)
+    futures = [pool.submit(_plan(), tmp_path / f"case-{i}") for i in (1, 2, 3)]
+    bad = pool.submit(_plan(), tmp_path / "case-bad")
+    ray = _Ray(failing=set())
+    pool.run(ray)
+    assert ray.analysed_here == []                          # no worker analysed a capture
+    assert all(f.done() for f in futures) and [f.result().plots for f in futures] == [["analysed.png"]] * 3
+    assert {name for name, _ in analysed_by_the_caller} == {"case-1", "case-2", "case-3"}
+    assert all(thread.startswith("netrepro-analysis") for _, thread in analysed_by_the_caller)  # beside the runs
+    with pytest.raises(NetreproError, match="tshark could not read"):
+        bad.result()
+    rows = {row["run"]: row for row in pool.schedule()}
+    assert all(rows[r]["analysed_s"] >= rows[r]["end_s"] for r in ("case-1", "case-2", "case-3"))
+    assert rows["case-bad"]["error"] == "tshark could not read the capture"
+    json.dumps(pool.schedule())
+
+
+def test_a_plan_in_host_time_is_analysed_in_its_place(tmp_path, analysed_by_the_caller):
+    pool = PlanPool(jobs=2)
+    futures = [pool.submit(_plan(overlap=False), tmp_path / f"case-{i}") for i in (1, 2)]
+    ray = _Ray(failing=set())
+    pool.run(ray)
+    assert ray.analysed_here == ["case-1", "case-2"] and analysed_by_the_caller == []
+    assert [f.result().run_dir for f in futures] == [str(tmp_path / "case-1"), str(tmp_path / "case-2")]
+    assert all(row["analysed_s"] == row["end_s"] for row in pool.schedule())
+
+
+def test_a_measured_run_crosses_the_process_boundary_as_plain_data(tmp_path):
+    """What a worker hands back pickles (Ray uses cloudpickle): the result and its transfers, no Progress."""
+    run = _run(1.0)
+    out = {"result": run.as_dict(), "run": run, "transfers": [Transfer("rx", 1000, 1.0)], "error": None}
+    back = pickle.loads(pickle.dumps(out))
+    assert back["run"] == run and back["transfers"] == out["transfers"]
 
 
 def test_one_job_or_nothing_queued_needs_no_ray(tmp_path):

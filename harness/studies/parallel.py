@@ -39,8 +39,11 @@ from harness.link import LinkSpec
 from harness.rig.build import lwip_tree
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
+from harness.rig.transfer import Transfer
 from harness.rig.workload import Workload
+from harness.runs.disturbed import measure_trusted
 from harness.runs.plan import Configuration, RunPlan
+from harness.runs.result import RunResult
 
 RUN_CPUS = 1                 # what one emulation needs: QEMU's one TCG thread; link and peer mostly wait
 ATTEMPTS = 2                 # a run is tried at most twice
@@ -65,11 +68,16 @@ class RunTask:
     # a plan the caller prepared (reproduce's: the report's board model, its firmware built), run as is; its
     # firmware is in the caller's build cache, so such a task needs a worker on the caller's filesystem
     plan: RunPlan | None = None
+    # False: the worker ends once the workload and teardown end and hands the measured run back unanalysed, so
+    # that its place goes to the next run while the caller analyses the capture (plan_pool; only for a plan whose
+    # analysis may overlap other runs, RunPlan.analysis_may_overlap)
+    analyse: bool = True
 
     @classmethod
-    def of_plan(cls, key: str, plan: RunPlan, run_dir: Path) -> RunTask:
+    def of_plan(cls, key: str, plan: RunPlan, run_dir: Path, analyse: bool = True) -> RunTask:
         return cls(key, plan.platform.name, Configuration(plan.firmware.profile.name), plan.link, plan.workload,
-                   TimeChoice(plan.time.mode), str(run_dir), boot_timeout=plan.boot_timeout, plan=plan)
+                   TimeChoice(plan.time.mode), str(run_dir), boot_timeout=plan.boot_timeout, plan=plan,
+                   analyse=analyse)
 
     def timeout_s(self) -> float:
         """The whole attempt's limit, build and boot included: generous, since the dilation stretches the run."""
@@ -87,7 +95,8 @@ class TaskOutcome:
     attempts: list[str] = field(default_factory=list)
     host: str | None = None
     node: str | None = None      # the Ray node of the last attempt
-    run: Any = None              # a plan task's RunResult as the worker returned it (analysed)
+    run: Any = None              # a plan task's RunResult as the worker returned it (analysed unless `transfers`)
+    transfers: list[Transfer] | None = None  # an unanalysed run's transfers (RunTask.analyse False): MeasuredRun's
     slot: int | None = None      # which of the `jobs` places it ran in (0-based)
     start_s: float | None = None  # its last attempt's start and end, seconds after the runner began
     end_s: float | None = None
@@ -98,26 +107,37 @@ class TaskOutcome:
 
 
 def execute_task(task: RunTask) -> dict[str, Any]:
-    """Run one task here (what a Ray worker executes): {"result", "error", "host", "tarball"}."""
+    """Run one task here (what a Ray worker executes): {"result", "error", "host", "node", "tarball", "run",
+    "transfers"}; "transfers" is None unless the run comes back unanalysed (RunTask.analyse False)."""
     shared = Path(task.run_dir).parent.is_dir()
     run_dir = Path(task.run_dir) if shared else Path(tempfile.mkdtemp(prefix="netrepro-ray-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / WORKER_PID_FILE).write_text(f"{os.getpid()}\n")
     error = None
-    run = None
+    run, transfers = None, None
     try:
         if task.plan is not None and not shared:
             raise NetreproError(f"{task.key}: its firmware is on the caller's machine", "run it on a local Ray")
-        run = (task.plan or _task_plan(task)).execute(run_dir)
+        run, transfers = _execute(task, run_dir)
         result = run.as_dict()
     except NetreproError as exc:
         error, result = str(exc), _saved_result(run_dir)
+    # what crosses back to the caller is plain data (the result and its transfers), never the run's Progress
     out = {"result": result, "error": error, "host": socket.gethostname(), "node": _ray_node(), "tarball": None,
-           "run": run if task.plan is not None else None}
+           "run": run if task.plan is not None else None, "transfers": transfers if task.plan is not None else None}
     if not shared:
         out["tarball"] = pack(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
     return out
+
+
+def _execute(task: RunTask, run_dir: Path) -> tuple[RunResult, list[Transfer] | None]:
+    """The task's run under the disturbed-run policy, analysed here, or (RunTask.analyse False) measured only."""
+    plan = task.plan or _task_plan(task)
+    if task.analyse:
+        return plan.execute(run_dir), None
+    measured = measure_trusted(plan, run_dir)
+    return measured.result, measured.transfers
 
 
 def _task_plan(task: RunTask) -> RunPlan:
@@ -225,6 +245,10 @@ class RayRunner:
     _remote: Any = None
     _began: float = field(default_factory=time.monotonic)
 
+    def elapsed_s(self) -> float:
+        """Seconds since the runner began, as the outcomes' start_s and end_s count them."""
+        return round(time.monotonic() - self._began, 1)
+
     def run(self, tasks: Sequence[RunTask], on_done: Callable[[TaskOutcome], None]) -> list[TaskOutcome]:
         remote = self.ray.remote(num_cpus=RUN_CPUS, max_retries=0)(execute_task)
         waiting = list(tasks)
@@ -242,7 +266,7 @@ class RayRunner:
                 ready, _ = self.ray.wait(list(running), num_returns=1, timeout=1.0)
                 for ref in ready or self._overdue(running):
                     outcome, _started = running.pop(ref)
-                    outcome.end_s = round(time.monotonic() - self._began, 1)
+                    outcome.end_s = self.elapsed_s()
                     if self._finish(ref, outcome):
                         done.append(outcome)
                         on_done(outcome)
@@ -262,7 +286,7 @@ class RayRunner:
             outcome.attempts[-1] = str(aside)
         folder.mkdir(parents=True, exist_ok=True)
         outcome.attempts.append(str(folder))
-        outcome.start_s, outcome.end_s = round(time.monotonic() - self._began, 1), None
+        outcome.start_s, outcome.end_s = self.elapsed_s(), None
         self.progress.step(f"{outcome.task.key}: attempt {len(outcome.attempts)} started")
         return remote.remote(outcome.task)
 
@@ -288,6 +312,7 @@ class RayRunner:
             out["result"] = relocate(out["result"], old, outcome.task.run_dir)
         outcome.result, outcome.error = out["result"], out["error"]
         outcome.host, outcome.node, outcome.run = out["host"], out.get("node"), out.get("run")
+        outcome.transfers = out.get("transfers")
         if outcome.error is None and outcome.result is None:
             outcome.error = "the run returned no result"
         if outcome.passed or len(outcome.attempts) >= self.attempts:

@@ -6,6 +6,12 @@ gets a Future, as RunPlan.start gives one), then `run` executes them at most `jo
 Future as its run ends; judging then goes on from the RunResults exactly as one run at a time. Each run keeps
 the disturbed-run policy (RunPlan.execute: a disturbed run repeated at twice D), and is tried once, as one
 at a time: a failed run is counted, not retried. `schedule()` says which runs shared the machine.
+
+A run's place is freed when its workload and teardown end: the worker hands back the measured run (its result
+and transfers, plain data) and the caller analyses the capture (tshark, plots: seconds) in an Analyser thread
+while the next run takes the place. Only for a plan whose analysis may overlap other runs
+(RunPlan.analysis_may_overlap: the link follows the board's clock); any other is analysed in its place, as
+before. The disturbed-run policy stays in the worker (a disturbed run's own analysis too).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
+from harness.runs.analyse import Analyser, MeasuredRun
 from harness.runs.plan import RunPlan
 from harness.runs.result import RunResult
 from harness.studies.parallel import RUN_CPUS, RayRunner, RunTask, TaskOutcome, machine_jobs, ray_session
@@ -50,45 +57,81 @@ class PlanPool:
     _queued: list[tuple[RunTask, Future[RunResult]]] = field(default_factory=list)
     _outcomes: list[TaskOutcome] = field(default_factory=list)
     _futures: dict[str, Future[RunResult]] = field(default_factory=dict)
+    _analysed: dict[str, tuple[float, str | None]] = field(default_factory=dict)  # run_dir: (when, analysis error)
+    _runner: RayRunner | None = None
+    _analyser: Analyser | None = None
 
     def submit(self, plan: RunPlan, run_dir: Path) -> Future[RunResult]:
-        """The run of `plan` in `run_dir`, queued; its Future is settled by `run`."""
+        """The run of `plan` in `run_dir`, queued; its Future is settled by `run` once the run is analysed."""
         future: Future[RunResult] = Future()
-        self._queued.append((RunTask.of_plan(Path(run_dir).name, plan, Path(run_dir).resolve()), future))
+        task = RunTask.of_plan(Path(run_dir).name, plan, Path(run_dir).resolve(),
+                               analyse=not plan.analysis_may_overlap())
+        self._queued.append((task, future))
         return future
 
     def run(self, ray: Any = None) -> None:
-        """Every queued run, `jobs` at once on a local Ray instance big enough for them (or on `ray`)."""
+        """Every queued run, `jobs` at once on a local Ray instance big enough for them (or on `ray`); it returns
+        once every run is analysed."""
         tasks, self._futures = [t for t, _ in self._queued], {t.run_dir: f for t, f in self._queued}
         self._queued = []
         if not tasks:
             return
-        if ray is not None:
-            RayRunner(ray, self.jobs, self.progress, attempts=1).run(tasks, self._settle)
-            return
-        cpus = max(self.jobs * RUN_CPUS, os.cpu_count() or 1)  # every job truly at once, even beyond the cores
-        with ray_session(None, cpus) as local:
-            RayRunner(local, self.jobs, self.progress, attempts=1).run(tasks, self._settle)
+        with Analyser() as self._analyser:  # leaving it waits for the analyses still under way
+            if ray is not None:
+                self._execute(ray, tasks)
+                return
+            cpus = max(self.jobs * RUN_CPUS, os.cpu_count() or 1)  # every job truly at once, even beyond the cores
+            with ray_session(None, cpus) as local:
+                self._execute(local, tasks)
+
+    def _execute(self, ray: Any, tasks: list[RunTask]) -> None:
+        self._runner = RayRunner(ray, self.jobs, self.progress, attempts=1)
+        self._runner.run(tasks, self._settle)
 
     def _settle(self, outcome: TaskOutcome) -> None:
-        """A run's Future, once it ended: its RunResult, or its error as a failed run."""
+        """A run, once its place is free: its capture analysed (beside the next runs when it came back
+        unanalysed), then its Future settled with its RunResult, or its error as a failed run."""
         self._outcomes.append(outcome)
         future = self._futures[outcome.task.run_dir]
-        if outcome.run is not None and outcome.error is None:
-            future.set_result(outcome.run)
-        else:
-            future.set_exception(NetreproError(outcome.error or "the run returned no result"))
         if outcome.run is not None and outcome.run.replaced:
             self.progress.warn(f"{outcome.task.key}: {outcome.run.replaced['why']}; repeated at twice D")
+        if outcome.run is None or outcome.error is not None:
+            future.set_exception(NetreproError(outcome.error or "the run returned no result"))
+            return
+        if outcome.transfers is None:  # analysed in its place
+            self._analysed[outcome.task.run_dir] = (outcome.end_s or 0.0, None)
+            future.set_result(outcome.run)
+            return
+        assert self._analyser is not None
+        measured = MeasuredRun(outcome.run, outcome.transfers, self.progress)
+        analysis = self._analyser.submit(measured, overlap=True)
+        analysis.add_done_callback(lambda done: self._analysis_ended(outcome.task.run_dir, done, future))
+
+    def _analysis_ended(self, run_dir: str, analysis: Future[RunResult], future: Future[RunResult]) -> None:
+        """Called in the Analyser's thread (or at once when it was dropped after an interrupt)."""
+        error = None
+        if analysis.cancelled():
+            error = "interrupted before its capture was analysed"
+            future.set_exception(NetreproError(error))
+        elif (exc := analysis.exception()) is not None:
+            error = str(exc)
+            future.set_exception(exc)
+        else:
+            future.set_result(analysis.result())
+        self._analysed[run_dir] = (self._runner.elapsed_s() if self._runner else 0.0, error)
 
     def schedule(self) -> list[dict[str, Any]]:
-        """Which runs shared the machine: each run's folder, place (0..jobs-1), start and end (wall seconds after
-        the first began; they show the order, no figure depends on them) and the runs it overlapped."""
+        """Which runs shared the machine: each run's folder, place (0..jobs-1), start and end of its place (wall
+        seconds after the first began; they show the order, no figure depends on them), when its capture's
+        analysis ended (`analysed_s`: after `end_s` when it was analysed beside the next runs, `end_s` when in
+        its place; None when it failed before), the runs it overlapped, and its error (the run's or its analysis')."""
         order = list(self._futures)  # the order the runs were submitted, which is the order they started
         rows = sorted(self._outcomes, key=lambda o: (o.start_s or 0.0, order.index(o.task.run_dir)))
+        analysed = {o.task.run_dir: self._analysed.get(o.task.run_dir, (None, None)) for o in rows}
         return [{"run": Path(o.task.run_dir).name, "slot": o.slot, "start_s": o.start_s, "end_s": o.end_s,
+                 "analysed_s": analysed[o.task.run_dir][0],
                  "alongside": [Path(p.task.run_dir).name for p in rows if p is not o and _overlap(o, p)],
-                 "error": o.error}
+                 "error": o.error or analysed[o.task.run_dir][1]}
                 for o in rows]
 
 
