@@ -183,8 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="then run each case once more at twice D (device time) and mark a figure that moves by "
                             "more than half the report's band host-dependent (not counted)")
     repro.add_argument("--jobs", type=int, default=None, metavar="N",
-                       help=f"runs at once on a local Ray pool (default: this machine's cores / {RUN_CPUS}); "
-                            "device time keeps the figures those of one at a time; 1: one at a time")
+                       help=f"runs at once on a local Ray pool (default: this machine's cores / {RUN_CPUS}), "
+                            "--sensitivity's too; device time keeps the figures those of one at a time; "
+                            "1: one at a time")
     repro.add_argument("--sensitivity", action="store_true",
                        help="then rerun each case that depends on an assumed input at both ends of its range, "
                             "one input at a time, and say how far each figure moves (sensitivity.txt/.json)")
@@ -245,7 +246,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.sensitivity:
         document["sensitivity"] = sensitivity(args.report, document, repeats=args.sensitivity_repeats,
                                               seconds=args.seconds, progress=progress,
-                                              lwip_tree_path=args.lwip_tree, time=time_choice(args))
+                                              lwip_tree_path=args.lwip_tree, time=time_choice(args),
+                                              jobs=args.jobs)
     print(json.dumps(document, indent=2) if args.json else format_report(document))
     if args.sensitivity and not args.json:
         print("\n" + format_sensitivity(document["sensitivity"]))

@@ -243,11 +243,11 @@ class RayRunner:
     progress: Progress = field(default_factory=lambda: Progress(quiet=True))
     attempts: int = ATTEMPTS     # reproduce's runs are tried once: a failed run is counted, as one at a time
     _remote: Any = None
-    _began: float = field(default_factory=time.monotonic)
+    began: float = field(default_factory=time.monotonic)  # what start_s and end_s count from
 
     def elapsed_s(self) -> float:
         """Seconds since the runner began, as the outcomes' start_s and end_s count them."""
-        return round(time.monotonic() - self._began, 1)
+        return round(time.monotonic() - self.began, 1)
 
     def run(self, tasks: Sequence[RunTask], on_done: Callable[[TaskOutcome], None]) -> list[TaskOutcome]:
         remote = self.ray.remote(num_cpus=RUN_CPUS, max_retries=0)(execute_task)

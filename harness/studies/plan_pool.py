@@ -17,7 +17,10 @@ before. The disturbed-run policy stays in the worker (a disturbed run's own anal
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,21 @@ class PlanPool:
     _analysed: dict[str, tuple[float, str | None]] = field(default_factory=dict)  # run_dir: (when, analysis error)
     _runner: RayRunner | None = None
     _analyser: Analyser | None = None
+    _ray: Any = None                  # Ray held open across several `run`s (session)
+    _began: float | None = None       # when the first `run` began: every schedule time counts from it
+
+    @contextmanager
+    def session(self) -> Iterator[PlanPool]:
+        """One local Ray instance for several `run`s (bisect's rounds), started once; the schedule spans them."""
+        with ray_session(None, self._cpus()) as ray:
+            self._ray = ray
+            try:
+                yield self
+            finally:
+                self._ray = None
+
+    def _cpus(self) -> int:
+        return max(self.jobs * RUN_CPUS, os.cpu_count() or 1)  # every job truly at once, even beyond the cores
 
     def submit(self, plan: RunPlan, run_dir: Path) -> Future[RunResult]:
         """The run of `plan` in `run_dir`, queued; its Future is settled by `run` once the run is analysed."""
@@ -72,20 +90,21 @@ class PlanPool:
     def run(self, ray: Any = None) -> None:
         """Every queued run, `jobs` at once on a local Ray instance big enough for them (or on `ray`); it returns
         once every run is analysed."""
-        tasks, self._futures = [t for t, _ in self._queued], {t.run_dir: f for t, f in self._queued}
+        tasks = [t for t, _ in self._queued]
+        self._futures.update({t.run_dir: f for t, f in self._queued})  # kept across runs, in submission order
         self._queued = []
         if not tasks:
             return
         with Analyser() as self._analyser:  # leaving it waits for the analyses still under way
-            if ray is not None:
+            if (ray := ray or self._ray) is not None:
                 self._execute(ray, tasks)
                 return
-            cpus = max(self.jobs * RUN_CPUS, os.cpu_count() or 1)  # every job truly at once, even beyond the cores
-            with ray_session(None, cpus) as local:
+            with ray_session(None, self._cpus()) as local:
                 self._execute(local, tasks)
 
     def _execute(self, ray: Any, tasks: list[RunTask]) -> None:
-        self._runner = RayRunner(ray, self.jobs, self.progress, attempts=1)
+        self._began = self._began if self._began is not None else time.monotonic()
+        self._runner = RayRunner(ray, self.jobs, self.progress, attempts=1, began=self._began)
         self._runner.run(tasks, self._settle)
 
     def _settle(self, outcome: TaskOutcome) -> None:

@@ -24,6 +24,10 @@ repeat_runs; summarise_runs), and its median is set beside the reproduction's (t
     reports/R.toml: chunk                  the cases whose workload writes or reads in chunks (discard,
                                            sock-*) and that give no chunk of their own
 
+With --jobs N (reproduce's, the same pool: harness.studies.plan_pool) every input's runs at both ends are
+queued first and run N at once in device time, then judged as one at a time would; sensitivity.json records
+`jobs` and the `schedule` (which runs shared the machine).
+
 An end equal to the input's value is the baseline itself and is not run again. An assumed input that
 cannot be varied is listed as not varied with the reason (e.g. the Ethernut's bytes in a K, which
 converts the report's figures and changes no run), never skipped silently. A case "hangs on" an
@@ -53,7 +57,8 @@ from harness.runs.analyse import Analyser, Repeats
 from harness.runs.plan import RunPlan
 from harness.runs.result import RunResult
 from harness.studies.cases import CaseResult, summarise_runs
-from harness.studies.claims import DEFAULT_BAND, percent
+from harness.studies.claims import DEFAULT_BAND
+from harness.studies.plan_pool import PlanPool, planned_jobs
 from harness.studies.report_file import load_report, report_inputs, report_platform
 from harness.studies.reproduce import Setup, case_direction, case_setup, repeat_runs
 from harness.studies.sensitivity_air import (
@@ -65,10 +70,11 @@ from harness.studies.sensitivity_air import (
     air_shown,
     check_air_preset,
 )
+from harness.studies.sensitivity_text import ENDS, format_sensitivity, hangs_on
+from harness.studies.sensitivity_text import moved as moved  # the module's own API, as before the split
 
 NIC_KEYS = ("rx_burst_frames", "rx_overflow_frames")  # the [nic] numbers netrepro varies
 LINK_KEYS = ("rate", "rtt")
-ENDS = ("low", "high")
 _RATE_UNITS = {"bit/s": "bit", "kbit/s": "kbit", "Mbit/s": "mbit", "Gbit/s": "gbit"}  # input unit -> tc's
 _TIME_UNITS = {"s": "s", "ms": "ms", "us": "us"}
 _WHOLE_UNITS = {"nic": "frames", "chunk": "B"}
@@ -106,14 +112,17 @@ Execute = Callable[[Setup, Path], RunResult | Future[RunResult]]  # one run of a
 
 
 class RealRun:
-    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan.start,
-    as reproduce runs a case."""
+    """The real runs: the setup's firmware built (or reused from the cache), then RunPlan.start, as reproduce
+    runs a case; with a pool (--jobs N), queued on it instead, to run when the pool runs."""
 
-    def __init__(self, lwip_tree_path: str | None, progress: Progress, analyser: Analyser) -> None:
-        self.tree_path, self.progress, self.analyser = lwip_tree_path, progress, analyser
+    def __init__(self, lwip_tree_path: str | None, progress: Progress, analyser: Analyser,
+                 pool: PlanPool | None = None) -> None:
+        self.tree_path, self.progress, self.analyser, self.pool = lwip_tree_path, progress, analyser, pool
         self.plans: dict[tuple[str, ...], RunPlan] = {}
 
     def __call__(self, setup: Setup, run_dir: Path) -> Future[RunResult]:
+        if self.pool is not None:
+            return self.pool.submit(self.plan(setup), run_dir)
         return self.plan(setup).start(run_dir, self.analyser)
 
     def plan(self, setup: Setup) -> RunPlan:
@@ -347,10 +356,11 @@ class Context:
 def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: float | None = None,
                 progress: Progress | None = None, lwip_tree_path: str | None = None,
                 time: TimeChoice | None = None, execute: Execute | None = None,
-                inputs: list[str] | None = None) -> dict[str, Any]:
+                inputs: list[str] | None = None, jobs: int | None = 1) -> dict[str, Any]:
     """Rerun the reproduction's cases with each assumed input at each end of its range (`document`: what
     reproduce returned, the baseline; `inputs`: only the assumed inputs of these names); writes
-    sensitivity.json and sensitivity.txt into its top folder."""
+    sensitivity.json and sensitivity.txt into its top folder. `jobs`: runs at once, as reproduce's (plan_pool;
+    None: what the machine holds); every input's runs are started first and judged once all have ended."""
     if repeats < 1:
         raise NetreproError(f"--sensitivity-repeats {repeats} is not a positive number of runs", "give 1 or more")
     time, progress = time or TimeChoice(), progress or Progress(quiet=True)
@@ -367,15 +377,20 @@ def sensitivity(name: str, document: dict[str, Any], repeats: int = 1, seconds: 
             raise NetreproError(f"'{unknown[0]}' is not an assumed input of {name} that netrepro varies",
                                 f"use one of: {', '.join(known)}")
         varied = [v for v in varied if v.name in inputs]
-    root = Path(document["run_dir"])
+    root, runs = Path(document["run_dir"]), planned_runs(varied, report, list(baseline)) * repeats
     progress.step(f"sensitivity: {len(varied)} assumed input{'s' if len(varied) != 1 else ''} to vary, up to "
-                  f"{planned_runs(varied, report, list(baseline)) * repeats} runs ({len(not_varied)} not varied)")
-    with Analyser() as analyser:
+                  f"{runs} runs ({len(not_varied)} not varied)")
+    pool = PlanPool(jobs, progress) if (jobs := planned_jobs(jobs, runs)) > 1 else None
+    with Analyser() as analyser:  # a run's capture is analysed while the next one runs, where that is harmless
         ctx = Context(report, baseline, _fresh(root / "sensitivity"), repeats, seconds, time,
-                      execute or RealRun(lwip_tree_path, progress, analyser), progress)
-        figures = [vary(ctx, i + 1, item) for i, item in enumerate(varied)]
+                      execute or RealRun(lwip_tree_path, progress, analyser, pool), progress)
+        started = [vary(ctx, i + 1, item) for i, item in enumerate(varied)]
+        if pool:
+            pool.run()
+        figures = [s.figures() for s in started]
     found = {"report": name, "repeats": repeats, "baseline_repeats": document.get("repeats"),
              "band": float(document.get("band", DEFAULT_BAND)), "time": time.mode,
+             "jobs": jobs, "schedule": pool.schedule() if pool else None,
              "inputs": figures, "not_varied": not_varied}
     found["hangs_on"] = hangs_on(found, [c["case"] for c in document["cases"]])
     (root / "sensitivity.json").write_text(json.dumps(found, indent=2) + "\n")
@@ -389,39 +404,71 @@ def planned_runs(varied: list[Varied], report: dict[str, Any], ran: list[str]) -
                * sum(c["case"] in ran and depends(item.target, report, c) for c in report["cases"]) for item in varied)
 
 
-def vary(ctx: Context, index: int, item: Varied) -> dict[str, Any]:
-    """One input at both ends of its range, over the cases of the reproduction that run with it."""
+@dataclass
+class StartedEnd:
+    """One end of an input's range, its runs started (none when the end is the input's value)."""
+
+    ctx: Context
+    value: float
+    specs: list[dict[str, Any]]
+    setups: list[Setup]
+    shared: dict[tuple[str, ...], Repeats]
+
+    def figures(self) -> dict[str, dict[str, Any]]:
+        """The cases' figures at this end, once its runs ended (the baseline's own at the input's value)."""
+        if not self.setups:
+            return {s["case"]: _at_value(self.ctx.baseline[s["case"]], self.value) for s in self.specs}
+        return {spec["case"]: end_figures(spec, setup, self.shared[setup.key()].settled(), self.value,
+                                          self.ctx.baseline[spec["case"]])
+                for spec, setup in zip(self.specs, self.setups, strict=True)}
+
+
+@dataclass
+class StartedInput:
+    """An input whose runs at both ends are started; `figures` waits for them."""
+
+    ctx: Context
+    item: Varied
+    specs: list[dict[str, Any]]
+    ends: dict[str, StartedEnd]
+
+    def figures(self) -> dict[str, Any]:
+        ends = {end: started.figures() for end, started in self.ends.items()}
+        item, cases = self.item, []
+        for spec in self.specs:
+            base = self.ctx.baseline[spec["case"]]
+            cases.append({"case": spec["case"], "baseline_mbps": base["median_mbps"],
+                          "baseline_range": [base.get("min_mbps"), base.get("max_mbps")],
+                          "baseline_verdict": base.get("verdict"), **{end: ends[end][spec["case"]] for end in ENDS}})
+        return {"name": item.name, "value": item.value, "unit": item.unit, "range": [item.low, item.high],
+                "sets": item.sets, "set_as": dict(item.shown), "note": item.note, "cases": cases}
+
+
+def vary(ctx: Context, index: int, item: Varied) -> StartedInput:
+    """One input at both ends of its range, over the cases of the reproduction that run with it: the runs
+    started (run one at a time, or queued on the pool), their figures once `figures()` is asked."""
     specs = [s for s in ctx.report["cases"] if s["case"] in ctx.baseline and depends(item.target, ctx.report, s)]
-    ends = {end: run_end(ctx, f"{index}-{_slug(item.name)}-{end}", item, end, specs) for end in ENDS}
-    cases = []
-    for spec in specs:
-        base = ctx.baseline[spec["case"]]
-        cases.append({"case": spec["case"], "baseline_mbps": base["median_mbps"],
-                      "baseline_range": [base.get("min_mbps"), base.get("max_mbps")],
-                      "baseline_verdict": base.get("verdict"), **{end: ends[end][spec["case"]] for end in ENDS}})
-    return {"name": item.name, "value": item.value, "unit": item.unit, "range": [item.low, item.high],
-            "sets": item.sets, "set_as": dict(item.shown), "note": item.note, "cases": cases}
+    return StartedInput(ctx, item, specs,
+                        {end: run_end(ctx, f"{index}-{_slug(item.name)}-{end}", item, end, specs) for end in ENDS})
 
 
-def run_end(ctx: Context, folder: str, item: Varied, end: str, specs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The cases' figures with the input at one end (the baseline's own, when that end is its value)."""
+def run_end(ctx: Context, folder: str, item: Varied, end: str, specs: list[dict[str, Any]]) -> StartedEnd:
+    """The cases' runs with the input at one end (none when that end is its value: the baseline stands)."""
     value = item.low if end == "low" else item.high
+    started = StartedEnd(ctx, value, specs, [], {})
     if value == item.value:
-        return {s["case"]: _at_value(ctx.baseline[s["case"]], value) for s in specs}
+        return started
     where = ctx.root / folder
     where.mkdir(parents=True, exist_ok=True)
-    shared: dict[tuple[str, ...], Repeats] = {}
-    setups = []
     for spec in specs:  # every case's runs started first: a run's analysis may go on beside the next case's run
         setup = apply(case_setup(ctx.report, spec, ctx.seconds, ctx.time), item.target, item.settings[end])
-        setups.append(setup)
-        if setup.key() not in shared:
+        started.setups.append(setup)
+        if setup.key() not in started.shared:
             ctx.progress.step(f"sensitivity: {item.name} = {item.shown[end]} ({end} end of its range): "
                               f"{spec['case']}")
-            shared[setup.key()] = repeat_runs(partial(ctx.execute, setup), spec["case"], where, ctx.repeats,
-                                              ctx.progress)
-    return {spec["case"]: end_figures(spec, setup, shared[setup.key()].settled(), value, ctx.baseline[spec["case"]])
-            for spec, setup in zip(specs, setups, strict=True)}
+            started.shared[setup.key()] = repeat_runs(partial(ctx.execute, setup), spec["case"], where, ctx.repeats,
+                                                      ctx.progress)
+    return started
 
 
 def end_figures(spec: dict[str, Any], setup: Setup, found: Repeats, value: float,
@@ -472,110 +519,3 @@ def _fresh(folder: Path) -> Path:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:40] or "input"
-
-
-# ------------------------------------------------------------------ what it says
-
-
-def moved(entry: dict[str, Any], band: float) -> str | None:
-    """How an input moved a case beyond the band: the larger end's delta, or the ends that gave no figure."""
-    if entry["baseline_mbps"] is None:
-        return None
-    deltas = [entry[end]["delta_pct"] for end in ENDS if entry[end]["delta_pct"] is not None]
-    failed = [end for end in ENDS if entry[end]["median_mbps"] is None]
-    parts = []
-    largest = max(deltas, key=abs, default=None)
-    if largest is not None and abs(largest) > band * 100 + 1e-9:
-        parts.append(f"{largest:+.1f} %")
-    if failed:
-        parts.append(f"no figure at the {' and '.join(failed)} end{'s' if len(failed) > 1 else ''}")
-    return ", ".join(parts) or None
-
-
-def hangs_on(found: dict[str, Any], order: list[str]) -> list[dict[str, Any]]:
-    """Per case (the reproduction's order): the inputs that moved it beyond the band, and whether any was varied."""
-    rows: dict[str, dict[str, Any]] = {case: {"case": case, "varied": False, "inputs": []} for case in order}
-    for item in found["inputs"]:
-        for entry in item["cases"]:
-            row = rows[entry["case"]]
-            row["varied"], row["baseline_mbps"] = True, entry["baseline_mbps"]
-            how = moved(entry, found["band"])
-            if how:
-                row["inputs"].append({"name": item["name"], "moved": how})
-    return list(rows.values())
-
-
-def format_sensitivity(found: dict[str, Any]) -> str:
-    """The text: a table per varied input, what was not varied and why, and what each case hangs on."""
-    runs = found["repeats"]
-    lines = [f"sensitivity of {found['report']}: the cases that run with an assumed input, rerun with it at each end "
-             f"of its range and every other input at its value ({runs} run{'s' if runs > 1 else ''} an end, "
-             f"{found['time']} time; figures in Mbit/s; delta % against the reproduction's median of "
-             f"{found.get('baseline_repeats') or '?'} runs, the baseline)"]
-    for item in found["inputs"]:
-        lines += ["", *input_block(item)]
-    if found["not_varied"]:
-        lines += ["", "not varied:", *(f"  {n['name']} ({n['sets'] or 'no sets'}): {n['why']}"
-                                       for n in found["not_varied"])]
-    lines += ["", f"what each case hangs on (an input whose range moved its median by more than the band, "
-                  f"{percent(found['band'])}):", *(f"  {_hang_line(row, found['band'])}" for row in found["hangs_on"])]
-    return "\n".join(lines)
-
-
-def _value_text(value: float, unit: str | None) -> str:
-    return f"{value:g} {unit}" if unit else f"{value:g}"
-
-
-def input_block(item: dict[str, Any]) -> list[str]:
-    """One input: its value, range and where it goes, then a row per case."""
-    unit, (low, high), set_as = item["unit"], item["range"], item["set_as"]
-    head = (f"{item['name']} = {_value_text(item['value'], unit)}, range {low:g}-{_value_text(high, unit)}  "
-            f"[{item['sets']}: {set_as['low']} / {set_as['high']}]")
-    width = max([22, *(len(c["case"]) + 1 for c in item["cases"])])
-    header = (f"  {'case':<{width}} {'baseline (min-max)':>20} {'low ' + _value_text(low, unit):>22} "
-              f"{'high ' + _value_text(high, unit):>22}  verdict")
-    rows = [f"  {c['case']:<{width}} {_baseline_text(c):>20} {_end_text(c['low']):>22} {_end_text(c['high']):>22}  "
-            f"{_verdict_text(c)}" for c in item["cases"]]
-    notes = [f"  note: {item['note']}"] if item.get("note") else []
-    return [head, *notes, header, *rows]
-
-
-def _figure(value: float) -> str:
-    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
-
-
-def _baseline_text(c: dict[str, Any]) -> str:
-    if c["baseline_mbps"] is None:
-        return "failed"
-    low, high = c["baseline_range"]
-    spread = f" ({_figure(low)}-{_figure(high)})" if low is not None and high is not None else ""
-    return _figure(c["baseline_mbps"]) + spread
-
-
-def _end_text(end: dict[str, Any]) -> str:
-    if end["is_baseline"]:
-        return "= baseline"
-    if end["median_mbps"] is None:
-        runs = len(end["run_dirs"])
-        return f"failed ({end['runs_failed']} of {runs} run{'s' if runs != 1 else ''})"
-    delta = "-" if end["delta_pct"] is None else f"{end['delta_pct']:+.1f} %"
-    return f"{_figure(end['median_mbps'])} ({delta})"
-
-
-def _verdict_text(c: dict[str, Any]) -> str:
-    """The baseline's verdict, and an end's where it differs."""
-    base = c["baseline_verdict"]
-    changed = [f"{end}: {c[end]['verdict'] or '-'}" for end in ENDS
-               if c[end]["median_mbps"] is not None and c[end]["verdict"] != base]
-    return (base or "-") + (f"; {', '.join(changed)}" if changed else "")
-
-
-def _hang_line(row: dict[str, Any], band: float) -> str:
-    if not row["varied"]:
-        return f"{row['case']}: no assumed input it runs with was varied"
-    if row["baseline_mbps"] is None:
-        return f"{row['case']}: the reproduction gave no figure to compare with"
-    if not row["inputs"]:
-        return f"{row['case']}: no assumed input moved it by more than {percent(band)}"
-    return f"{row['case']} hangs on: " + ", ".join(f"{i['name']} ({i['moved']})" for i in row["inputs"])
-
