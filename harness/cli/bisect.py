@@ -26,6 +26,8 @@ from harness.studies.bisect import (
     Repo,
     format_bisect,
 )
+from harness.studies.parallel import RUN_CPUS
+from harness.studies.plan_pool import planned_jobs
 
 
 def add_bisect_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -67,6 +69,10 @@ def add_bisect_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="the bisect's folder goes here (default ./runs)")
     parser.add_argument("--json", action="store_true", help="print the steps and the result as one JSON document")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each boot banner")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help=f"revisions run at once each round on a local Ray pool (default: this machine's cores / "
+                             f"{RUN_CPUS}): the step one at a time takes and, beside it, the steps it would take "
+                             "next; 1: one at a time")
     add_quiet(parser)
     parser.set_defaults(func=cmd_bisect)
     return parser
@@ -99,7 +105,8 @@ def bisection_from_args(args: argparse.Namespace) -> Bisection:
     bisection = Bisection(repo, good, bad, platform, source, link, workload, criterion, progress=progress,
                           time=platform.time(time_choice(args)),
                           boot_timeout=args.timeout)
-    bisection.validate()
+    open_revisions = len(bisection.validate()) - 1  # the bad one is known
+    bisection.jobs = planned_jobs(args.jobs, max(1, open_revisions))
     bisection.folder = make_run_dir(args.out, platform.name, "bisect")
     return bisection
 
@@ -110,7 +117,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         subjects = bisection.repo.subjects(bisection.good, bisection.bad)
         count = len(subjects) - 1
         print(f"bisecting {count} revision{'s' if count != 1 else ''} between good {bisection.good[:10]} and bad "
-              f"{bisection.bad[:10]} (about {max(count, 1).bit_length()} steps) on {bisection.platform.name}: "
+              f"{bisection.bad[:10]} (about {max(count, 1).bit_length()} steps"
+              f"{f', up to {bisection.jobs} at once' if bisection.jobs > 1 else ''}) on {bisection.platform.name}: "
               f"{bisection.criterion.describe()}", flush=True)
         bisection.on_step = lambda step: print(step.line(), flush=True)
     result = bisection.run()

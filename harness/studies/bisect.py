@@ -11,6 +11,17 @@ each revision is read with `git archive` into netrepro's cache. A revision that 
 build, does not have the files, or whose run fails is skipped, as `git bisect skip` would;
 if only skipped revisions are left, the first bad commit is one of them.
 
+Runs at once (--jobs N, reproduce's pool: harness.studies.plan_pool): a bisect is sequential by nature, each
+step chosen by the last one's verdict, so what runs at once is speculative. Each round tries the revision one
+at a time would try and, beside it, the revisions the search would try next were that one bad or good, breadth
+first: 2 jobs add the bad side's next step (the range shrinks to a half or a quarter a round, 1.5 halvings on
+average), 3 jobs both sides' (a quarter every round), 7 two levels (an eighth). The round's revisions are built
+here one after the other, run at once, then judged in order: each good one joins the goods, the lowest bad one
+becomes the bad. The revisions one at a time would try are among them, so under a criterion that holds up to
+one commit and fails from it on, the first bad commit is the one at a time's, found in fewer rounds; a
+speculative run on the side the search leaves is spent for nothing. bisect.json records `jobs` and the
+`schedule` (which runs shared the machine).
+
 Reuse: the build cache is keyed by the content (and place) of the inputs, and a revision is
 unpacked at a place named by its git tree id, so a revision whose tree was seen before (here
 or in an earlier bisect) is not rebuilt; one whose firmware equals an earlier step's is not
@@ -22,23 +33,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
-import fcntl
 import json
-import os
 import posixpath
 import re
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.cache import cache_dir
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree
+from harness.rig.build import Firmware, FirmwareConfig, build_firmware, lwip_tree
 from harness.rig.devicetime import DeviceTime
 from harness.rig.platform import Platform
 from harness.rig.profile import Profile, known_options, lwip_identifiers, resolve_profile
@@ -46,174 +53,8 @@ from harness.rig.session import make_run_dir
 from harness.rig.workload import Workload
 from harness.runs.plan import RunPlan
 from harness.runs.result import RunResult
-
-GIT_TIMEOUT_S = 300
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
-_SHA = re.compile(r"^([0-9a-f]{40,64})\b")
-
-
-# ------------------------------------------------------------------ the repository (read-only)
-
-
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-    env.update(LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
-    return env
-
-
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return re.sub(r"^(fatal|error):\s*", "", lines[-1]) if lines else "no output"
-
-
-@dataclass(frozen=True)
-class Repo:
-    """A git repository, read with plumbing only: nothing in it is written."""
-
-    path: Path
-    prefix: str = ""  # the given directory relative to the top of the work tree ("" at the top or bare)
-
-    @classmethod
-    def open(cls, path: str | Path) -> Repo:
-        directory = Path(path).expanduser()
-        if not directory.exists():
-            raise NetreproError(f"repository {path} does not exist", "give --repo the directory of a git repository")
-        if not directory.is_dir():
-            raise NetreproError(f"repository {path} is not a directory",
-                                "give --repo the directory of a git repository")
-        directory = directory.resolve()
-        proc = _run_git(directory, "rev-parse", "--is-bare-repository", "--show-prefix")
-        if proc.returncode != 0:
-            first = re.sub(r"^(fatal|error):\s*", "", (proc.stderr.strip().splitlines() or [""])[0])
-            if "not a git repository" in first or not first:
-                raise NetreproError(f"{path} is not a git repository",
-                                    "give --repo a git checkout of your lwIP tree or project")
-            raise NetreproError(f"git cannot read {path}: {first}", _last_line(proc.stderr))
-        lines = proc.stdout.splitlines()
-        prefix = lines[1].strip() if len(lines) > 1 and lines[0].strip() == "false" else ""
-        return cls(directory, prefix.rstrip("/"))
-
-    def git(self, *args: str) -> str:
-        proc = _run_git(self.path, *args)
-        if proc.returncode != 0:
-            raise NetreproError(f"git {args[0]} failed in {self.path}: {_last_line(proc.stderr)}",
-                                "check the repository with git fsck")
-        return proc.stdout
-
-    def commit(self, rev: str, role: str) -> str:
-        """The full commit id of a revision the user named."""
-        proc = _run_git(self.path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
-        if proc.returncode != 0 or not _SHA.match(proc.stdout.strip()):
-            raise NetreproError(f"unknown revision '{rev}' (--{role}) in {self.path}",
-                                "give a commit id, branch or tag of that repository (see git log --oneline)")
-        return proc.stdout.strip()
-
-    def is_ancestor(self, older: str, newer: str) -> bool:
-        proc = _run_git(self.path, "merge-base", "--is-ancestor", older, newer)
-        if proc.returncode not in (0, 1):
-            raise NetreproError(f"git merge-base failed in {self.path}: {_last_line(proc.stderr)}")
-        return proc.returncode == 0
-
-    def in_repo(self, path: str) -> str:
-        """A path given relative to --repo, as a path from the top of the repository ("" = the top)."""
-        if Path(path).is_absolute():
-            raise NetreproError(f"{path} is an absolute path", "give paths inside the repository, relative to --repo")
-        joined = posixpath.normpath(posixpath.join(self.prefix, path))
-        if joined == ".." or joined.startswith("../"):
-            raise NetreproError(f"{path} is outside the repository", "give paths inside the repository")
-        return "" if joined == "." else joined
-
-    def entry(self, commit: str, path: str) -> tuple[str, str] | None:
-        """(type, object id) of a path in a commit: blob, tree or commit (a submodule); None if absent."""
-        if not path:
-            return "tree", self.git("rev-parse", f"{commit}^{{tree}}").strip()
-        for record in self.git("ls-tree", "-z", "--full-tree", commit, "--", path).split("\0"):
-            meta, _, name = record.partition("\t")
-            if name == path:
-                _, kind, oid = meta.split()
-                return kind, oid
-        return None
-
-    def subjects(self, good: str, bad: str) -> dict[str, str]:
-        """Commit id -> subject for what lies between good and bad, oldest first."""
-        out = self.git("log", "--topo-order", "--reverse", "--format=%H%x09%s", bad, f"^{good}")
-        pairs = (line.split("\t", 1) for line in out.splitlines() if line)
-        return {p[0]: (p[1] if len(p) > 1 else "") for p in pairs}
-
-    def subject(self, commit: str) -> str:
-        return self.git("log", "-1", "--format=%s", commit).strip()
-
-    def bisect_all(self, bad: str, goods: list[str]) -> list[str]:
-        """What is still open (bad and goods excluded from the goods' side), best split first."""
-        out = self.git("rev-list", "--bisect-all", bad, *(f"^{g}" for g in goods))
-        return [m.group(1) for m in map(_SHA.match, out.splitlines()) if m]
-
-    def archive(self, tree_id: str, into: Path) -> None:
-        """Unpack a tree object into a directory (git archive | tar -x)."""
-        into.mkdir(parents=True, exist_ok=True)
-        git = subprocess.Popen(["git", "-C", str(self.path), "archive", "--format=tar", tree_id],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_git_env())
-        assert git.stdout is not None and git.stderr is not None
-        try:
-            tar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=git.stdout, capture_output=True,
-                                 timeout=GIT_TIMEOUT_S, check=False)
-        finally:
-            git.stdout.close()
-            git_err = git.stderr.read().decode(errors="replace")
-            git.stderr.close()
-            git.wait()
-        if git.returncode != 0 or tar.returncode != 0:
-            detail = git_err if git.returncode != 0 else tar.stderr.decode(errors="replace")
-            raise NetreproError(f"could not unpack tree {tree_id[:12]} of {self.path}: {_last_line(detail)}")
-
-
-def _run_git(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False, env=_git_env())
-    except FileNotFoundError:
-        raise NetreproError("git is not installed", "install git (apt-get install git)") from None
-    except subprocess.TimeoutExpired:
-        raise NetreproError(f"git {args[0]} took over {GIT_TIMEOUT_S} s in {directory}") from None
-
-
-@contextlib.contextmanager
-def _unpacked(repo: Repo, kind: str, tree_id: str, subdir: str = "") -> Iterator[Path]:
-    """A revision's tree unpacked at a place named by its tree id, for as long as the build needs it.
-
-    The build cache keys on the files' contents and paths, so the same tree always landing at
-    the same place is what makes a tree seen before a cache hit. The lock keeps two bisects
-    of the same tree from unpacking over each other.
-    """
-    root = cache_dir("bisect", "trees")
-    dest = root / f"{kind}-{tree_id}"
-    with _locked(root / f"{kind}-{tree_id}.lock"):
-        shutil.rmtree(dest, ignore_errors=True)  # what an interrupted step left
-        try:
-            repo.archive(tree_id, dest / subdir if subdir else dest)
-            yield dest
-        finally:
-            shutil.rmtree(dest, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock file, removed afterwards (a waiter that locked a removed file tries again)."""
-    while True:
-        lock = open(path, "w")  # noqa: SIM115 (closed below, after the unlink)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if os.fstat(lock.fileno()).st_ino == os.stat(path).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        lock.close()
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        lock.close()
-
+from harness.studies.bisect_repo import Repo, unpacked_tree
+from harness.studies.plan_pool import PlanPool
 
 # ------------------------------------------------------------------ what a revision gives the build
 
@@ -233,7 +74,7 @@ class LwipTreeSource:
 
     @contextlib.contextmanager
     def prepare(self, repo: Repo, commit: str, platform: Platform) -> Iterator[tuple[Path, Profile]]:
-        with _unpacked(repo, "src", self._src_tree(repo, commit), "src") as dest:
+        with unpacked_tree(repo, "src", self._src_tree(repo, commit), "src") as dest:
             yield lwip_tree(dest), self.profile
 
     def _src_tree(self, repo: Repo, commit: str, which: str = "") -> str:
@@ -282,7 +123,7 @@ class LwipoptsSource:
         self.check(repo, commit)
         root = repo.entry(commit, "")
         assert root is not None
-        with _unpacked(repo, "root", root[1]) as dest:
+        with unpacked_tree(repo, "root", root[1]) as dest:
             header = dest / self.path
             misspelt = unknown_options(header, self.tree)
             if misspelt:
@@ -400,6 +241,8 @@ class BisectResult:
     steps: list[Step] = field(default_factory=list)
     candidates: list[dict[str, str]] = field(default_factory=list)   # one: the first bad commit
     status: str = "running"
+    jobs: int = 1                                 # revisions tried at once, each round
+    schedule: list[dict[str, Any]] | None = None  # with jobs > 1: which runs shared the machine (PlanPool.schedule)
 
     @property
     def exact(self) -> bool:
@@ -437,6 +280,7 @@ class Bisection:
     boot_timeout: float = 60.0
     time: DeviceTime = field(default_factory=lambda: DeviceTime("host"))
     on_step: Callable[[Step], None] = lambda _: None
+    jobs: int = 1                                 # runs at once (plan_pool): revisions tried per round
 
     def validate(self) -> dict[str, str]:
         """One-line errors for what makes the search meaningless; commit id -> subject of what lies between."""
@@ -459,7 +303,12 @@ class Bisection:
             criterion={**asdict(self.criterion), "text": self.criterion.describe()}, link=self.link.as_dict(),
             workload=self.workload.describe(),
             folder=str(self.folder), good={"commit": self.good, "subject": self.repo.subject(self.good)},
-            bad={"commit": self.bad, "subject": subjects.get(self.bad, "")}, revisions=len(subjects))
+            bad={"commit": self.bad, "subject": subjects.get(self.bad, "")}, revisions=len(subjects), jobs=self.jobs)
+        pool = PlanPool(self.jobs, self.progress) if self.jobs > 1 else None
+        with pool.session() if pool else contextlib.nullcontext():  # one Ray instance for every round
+            return self._search(result, subjects, pool)
+
+    def _search(self, result: BisectResult, subjects: dict[str, str], pool: PlanPool | None) -> BisectResult:
         goods, bad, skipped = [self.good], self.bad, set()
         seen: dict[str, Step] = {}  # firmware key -> the step that ran it
         result.save()
@@ -474,53 +323,118 @@ class Bisection:
                 result.status = "done"
                 result.save()
                 return result
-            commit = testable[0]
-            self.progress.step(f"bisect: {len(open_)} revision{'s' if len(open_) != 1 else ''} open; "
-                               f"trying {commit[:10]} {subjects.get(commit, '')}")
-            step = self._try(commit, subjects.get(commit) or self.repo.subject(commit), len(result.steps) + 1, seen)
-            result.steps.append(step)
-            result.save()
-            self.on_step(step)
-            if step.verdict == "good":
-                goods.append(commit)
-            elif step.verdict == "bad":
-                bad = commit
-            else:
-                skipped.add(commit)
+            picks = self._picks(bad, goods, skipped, testable[0]) if pool else testable[:1]
+            trying = ", ".join(f"{c[:10]} {subjects.get(c, '')}".strip() for c in picks)
+            self.progress.step(f"bisect: {len(open_)} revision{'s' if len(open_) != 1 else ''} open; trying {trying}"
+                               + (f" ({len(picks)} at once)" if len(picks) > 1 else ""))
+            first = len(result.steps) + 1
+            steps = (self._round(picks, subjects, first, seen, pool) if pool else
+                     [self._try(picks[0], subjects.get(picks[0]) or self.repo.subject(picks[0]), first, seen)])
+            for step in steps:
+                result.steps.append(step)
+                result.schedule = pool.schedule() if pool else None
+                result.save()
+                self.on_step(step)
+                if step.verdict == "good":
+                    goods.append(step.commit)
+                elif step.verdict == "bad":
+                    # every pick lies below the round's bad: the lowest bad of the round bounds the search
+                    bad = step.commit if self.repo.is_ancestor(step.commit, bad) else bad
+                else:
+                    skipped.add(step.commit)
+
+    def _picks(self, bad: str, goods: list[str], skipped: set[str], first: str) -> list[str]:
+        """The revisions of one round, at most `jobs`: `first` (the step one at a time takes), then the steps the
+        search would take next, breadth first, were `first` bad or good (3 jobs: both; 7: two levels)."""
+        picks = [first]
+        following = [(first, goods), (bad, [*goods, first])]  # the search's state after `first`: bad, good
+        while following and len(picks) < self.jobs:
+            top, below = following.pop(0)
+            nxt = [c for c in self.repo.bisect_all(top, below) if c != top and c not in skipped and c not in picks]
+            if nxt:
+                picks.append(nxt[0])
+                following += [(nxt[0], below), (top, [*below, nxt[0]])]
+        return picks
 
     def _try(self, commit: str, subject: str, number: int, seen: dict[str, Step]) -> Step:
+        """One revision built, run and judged here (one at a time)."""
+        step, firmware = self._built(commit, subject, seen)
+        if firmware is None:
+            return step
+        plan, run_dir = self._plan(step, firmware, number), Path(step.run_dir or "")
+        return self._judged(step, lambda: plan.execute(run_dir, self.progress), seen)
+
+    def _round(self, picks: list[str], subjects: dict[str, str], first: int, seen: dict[str, Step],
+               pool: PlanPool) -> list[Step]:
+        """Several revisions built here one after the other, then run at once on the pool, then judged in order;
+        one whose firmware equals another's of the round takes that one's judgement, as `seen` would give it."""
+        steps: list[Step] = []
+        runs: list[tuple[Step, Future[RunResult]]] = []
+        twins: dict[int, Step] = {}
+        planned: dict[str, Step] = {}  # firmware key -> the step of this round that runs it
+        for i, commit in enumerate(picks):
+            step, firmware = self._built(commit, subjects.get(commit) or self.repo.subject(commit), seen)
+            steps.append(step)
+            if firmware is not None and firmware.key in planned:
+                twins[i] = planned[firmware.key]
+            elif firmware is not None:
+                planned[firmware.key] = step
+                runs.append((step, pool.submit(self._plan(step, firmware, first + i), Path(step.run_dir or ""))))
+        pool.run()
+        for step, future in runs:
+            self._judged(step, future.result, seen)
+        for i, earlier in twins.items():
+            _reuse(steps[i], earlier)
+        return steps
+
+    def _built(self, commit: str, subject: str, seen: dict[str, Step]) -> tuple[Step, Firmware | None]:
+        """The revision's step and firmware; no firmware when there is nothing to run: it did not build
+        (skipped), or an earlier step ran the same firmware (that judgement reused)."""
         step = Step(commit, subject, "skipped")
         try:
             with self.source.prepare(self.repo, commit, self.platform) as (tree, profile):
                 firmware = build_firmware(FirmwareConfig(self.platform, profile, tree), self.progress.step)
         except NetreproError as exc:
             step.reason, step.error = exc.problem, str(exc)
-            return step
+            return step, None
         step.firmware, step.rebuilt = firmware.key, firmware.rebuilt
         earlier = seen.get(firmware.key)
         if earlier is not None:  # the same image (e.g. a revert): its judgement stands
-            step.verdict, step.run_dir = earlier.verdict, earlier.run_dir
-            step.throughput_mbps, step.device_window = earlier.throughput_mbps, earlier.device_window
-            step.reason = f"same firmware as {earlier.commit[:10]}: its run reused"
-            return step
+            _reuse(step, earlier)
+            return step, None
+        return step, firmware
+
+    def _plan(self, step: Step, firmware: Firmware, number: int) -> RunPlan:
+        """The step's run, its folder made."""
         assert self.folder is not None
-        run_dir = self.folder / f"step{number:02d}-{commit[:10]}"
+        run_dir = self.folder / f"step{number:02d}-{step.commit[:10]}"
         run_dir.mkdir(parents=True, exist_ok=True)
         step.run_dir = str(run_dir)
+        return RunPlan(self.platform, firmware, self.link, self.workload, boot_timeout=self.boot_timeout,
+                       time=self.time)
+
+    def _judged(self, step: Step, run: Callable[[], RunResult], seen: dict[str, Step]) -> Step:
+        """The step's run (`run()`: executed, or the pool's result) judged by the criterion."""
         try:
-            run = RunPlan(self.platform, firmware, self.link, self.workload, boot_timeout=self.boot_timeout,
-                          time=self.time).execute(run_dir, self.progress)
+            result = run()
         except NetreproError as exc:
             step.reason, step.error = f"run failed: {exc.problem}", str(exc)
             return step
         except Exception as exc:  # one revision's odd failure must not end a long search
             step.reason = step.error = f"run failed: {type(exc).__name__}: {exc}".splitlines()[0]
             return step
-        step.throughput_mbps, step.device_window = run.throughput_mbps, device_window(run)
-        step.verdict, step.reason = self.criterion.judge(run)
+        step.throughput_mbps, step.device_window = result.throughput_mbps, device_window(result)
+        step.verdict, step.reason = self.criterion.judge(result)
         if step.verdict != "skipped":  # a failed run is tried again on an identical image, a judged one is not
-            seen[firmware.key] = step
+            seen[step.firmware or ""] = step
         return step
+
+
+def _reuse(step: Step, earlier: Step) -> None:
+    """A step whose firmware an earlier step ran: that step's judgement stands for it."""
+    step.verdict, step.run_dir = earlier.verdict, earlier.run_dir
+    step.throughput_mbps, step.device_window = earlier.throughput_mbps, earlier.device_window
+    step.reason = f"same firmware as {earlier.commit[:10]}: its run reused"
 
 
 def format_bisect(result: BisectResult, steps: bool = True) -> str:
