@@ -79,13 +79,15 @@ def _plan(overlap: bool = True) -> SimpleNamespace:
 @pytest.fixture
 def analysed_by_the_caller(monkeypatch):
     """MeasuredRun.analysed stood in for: slow, as tshark is, and recording which run and in which thread;
-    case-bad's capture does not analyse."""
+    case-bad's capture does not analyse, case-odd's fails outside netrepro's errors."""
     seen: list[tuple[str, str]] = []
 
     def analysed(self):
         time.sleep(0.05)
         if self.result.run_dir.endswith("case-bad"):
             raise NetreproError("tshark could not read the capture")
+        if self.result.run_dir.endswith("case-odd"):
+            raise ValueError("an odd capture")
         seen.append((self.result.run_dir.rsplit("/", 1)[-1], threading.current_thread().name))
         self.result.plots = ["analysed.png"]
         return self.result
@@ -113,7 +115,7 @@ def test_the_pool_settles_each_run_and_records_which_runs_shared_the_machine(tmp
 def test_a_run_frees_its_place_when_measured_and_the_caller_analyses_it(tmp_path, analysed_by_the_caller):
     pool = PlanPool(jobs=2)
     futures = [pool.submit(_plan(), tmp_path / f"case-{i}") for i in (1, 2, 3)]
-    bad = pool.submit(_plan(), tmp_path / "case-bad")
+    bad, odd = pool.submit(_plan(), tmp_path / "case-bad"), pool.submit(_plan(), tmp_path / "case-odd")
     ray = _Ray(failing=set())
     pool.run(ray)
     assert ray.analysed_here == []                          # no worker analysed a capture
@@ -122,6 +124,8 @@ def test_a_run_frees_its_place_when_measured_and_the_caller_analyses_it(tmp_path
     assert all(thread.startswith("netrepro-analysis") for _, thread in analysed_by_the_caller)  # beside the runs
     with pytest.raises(NetreproError, match="tshark could not read"):
         bad.result()
+    with pytest.raises(NetreproError, match="ValueError: an odd capture"):  # counted as a failed run, as before
+        odd.result()
     rows = {row["run"]: row for row in pool.schedule()}
     assert all(rows[r]["analysed_s"] >= rows[r]["end_s"] for r in ("case-1", "case-2", "case-3"))
     assert rows["case-bad"]["error"] == "tshark could not read the capture"

@@ -17,10 +17,10 @@ at a time would try and, beside it, the revisions the search would try next were
 first: 2 jobs add the bad side's next step (the range shrinks to a half or a quarter a round, 1.5 halvings on
 average), 3 jobs both sides' (a quarter every round), 7 two levels (an eighth). The round's revisions are built
 here one after the other, run at once, then judged in order: each good one joins the goods, the lowest bad one
-becomes the bad. The revisions one at a time would try are among them, so under a criterion that holds up to
-one commit and fails from it on, the first bad commit is the one at a time's, found in fewer rounds; a
-speculative run on the side the search leaves is spent for nothing. bisect.json records `jobs` and the
-`schedule` (which runs shared the machine).
+becomes the bad. Under a criterion that holds up to one commit and fails from it on (and revisions that
+build), the revisions one at a time would try are among them and the first bad commit is the one at a
+time's, found in fewer rounds; a speculative run on the side the search leaves is spent for nothing.
+bisect.json records `jobs` and the `schedule` (which runs shared the machine).
 
 Reuse: the build cache is keyed by the content (and place) of the inputs, and a revision is
 unpacked at a place named by its git tree id, so a revision whose tree was seen before (here

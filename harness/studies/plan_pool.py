@@ -132,9 +132,9 @@ class PlanPool:
         if analysis.cancelled():
             error = "interrupted before its capture was analysed"
             future.set_exception(NetreproError(error))
-        elif (exc := analysis.exception()) is not None:
-            error = str(exc)
-            future.set_exception(exc)
+        elif (exc := analysis.exception()) is not None:  # a failed run, counted as one in the worker was
+            error = str(exc) if isinstance(exc, NetreproError) else f"{type(exc).__name__}: {exc}".splitlines()[0]
+            future.set_exception(exc if isinstance(exc, NetreproError) else NetreproError(error))
         else:
             future.set_result(analysis.result())
         self._analysed[run_dir] = (self._runner.elapsed_s() if self._runner else 0.0, error)
