@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
               f"{bisection.bad[:10]} (about {max(count, 1).bit_length()} steps"
               f"{f', up to {bisection.jobs} at once' if bisection.jobs > 1 else ''}) on {bisection.platform.name}: "
               f"{bisection.criterion.describe()}", flush=True)
-        bisection.on_step = lambda step: print(step.line(), flush=True)
+        out = sys.stdout  # the steps' lines go here even while Ray holds stdout (--jobs: on stderr, parallel.py)
+        bisection.on_step = lambda step: print(step.line(), file=out, flush=True)
     result = bisection.run()
     print(json.dumps(result.document(), indent=2) if args.json else format_bisect(result, steps=False))
     return verdict(result.exact)
