@@ -13,11 +13,16 @@ import pytest
 from reproduce_helpers import _document, _run, case
 
 from harness.core.errors import NetreproError
+from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.devicetime import DeviceTime
+from harness.rig.platform import load_platform
 from harness.rig.transfer import Transfer
 from harness.rig.workload import Workload
 from harness.runs.analyse import MeasuredRun
+from harness.runs.plan import RunPlan
+from harness.studies import parallel as parallel_module
+from harness.studies.parallel import RunTask
 from harness.studies.plan_pool import PlanPool, planned_jobs
 from harness.studies.reproduce import format_report, reproduce
 
@@ -142,12 +147,24 @@ def test_a_plan_in_host_time_is_analysed_in_its_place(tmp_path, analysed_by_the_
     assert all(row["analysed_s"] == row["end_s"] for row in pool.schedule())
 
 
-def test_a_measured_run_crosses_the_process_boundary_as_plain_data(tmp_path):
-    """What a worker hands back pickles (Ray uses cloudpickle): the result and its transfers, no Progress."""
-    run = _run(1.0)
-    out = {"result": run.as_dict(), "run": run, "transfers": [Transfer("rx", 1000, 1.0)], "error": None}
+def test_a_worker_hands_back_a_measured_run_as_plain_data_its_capture_not_followed(tmp_path, monkeypatch):
+    """What crosses back pickles (Ray uses cloudpickle): the result, its transfers and its workload's end, no
+    Progress nor a follower's tshark (the worker measures without following the capture; the caller analyses)."""
+    measured_with = []
+
+    def measure(plan, run_dir, progress=None):
+        measured_with.append(plan.follow_capture)
+        run = _run(1.0)
+        run.run_dir = str(run_dir)
+        return MeasuredRun(run, [Transfer("rx", 1000, 1.0)], Progress(), None, 123.0)
+    monkeypatch.setattr(parallel_module, "measure_trusted", measure)
+    plan = RunPlan(load_platform("openmv-n6"), SimpleNamespace(profile=SimpleNamespace(name="p")), LinkSpec(),
+                   Workload("sock-rx"), time=DeviceTime("device", 3.0))
+    out = parallel_module.execute_task(RunTask.of_plan("r-1", plan, tmp_path / "r-1", analyse=False))
+    assert measured_with == [False] and out["error"] is None
     back = pickle.loads(pickle.dumps(out))
-    assert back["run"] == run and back["transfers"] == out["transfers"]
+    assert back["run"] == out["run"] and back["transfers"] == [Transfer("rx", 1000, 1.0)]
+    assert back["workload_end"] == 123.0
 
 
 def test_one_job_or_nothing_queued_needs_no_ray(tmp_path):

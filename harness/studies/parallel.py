@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stdout, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,7 @@ class TaskOutcome:
     node: str | None = None      # the Ray node of the last attempt
     run: Any = None              # a plan task's RunResult as the worker returned it (analysed unless `transfers`)
     transfers: list[Transfer] | None = None  # an unanalysed run's transfers (RunTask.analyse False): MeasuredRun's
+    workload_end: float | None = None        # and its workload's end (time.monotonic() on this host)
     slot: int | None = None      # which of the `jobs` places it ran in (0-based)
     start_s: float | None = None  # its last attempt's start and end, seconds after the runner began
     end_s: float | None = None
@@ -108,36 +109,41 @@ class TaskOutcome:
 
 def execute_task(task: RunTask) -> dict[str, Any]:
     """Run one task here (what a Ray worker executes): {"result", "error", "host", "node", "tarball", "run",
-    "transfers"}; "transfers" is None unless the run comes back unanalysed (RunTask.analyse False)."""
+    "transfers", "workload_end"}; the last two are None unless the run comes back unanalysed (RunTask.analyse
+    False)."""
     shared = Path(task.run_dir).parent.is_dir()
     run_dir = Path(task.run_dir) if shared else Path(tempfile.mkdtemp(prefix="netrepro-ray-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / WORKER_PID_FILE).write_text(f"{os.getpid()}\n")
     error = None
-    run, transfers = None, None
+    run, transfers, workload_end = None, None, None
     try:
         if task.plan is not None and not shared:
             raise NetreproError(f"{task.key}: its firmware is on the caller's machine", "run it on a local Ray")
-        run, transfers = _execute(task, run_dir)
+        run, transfers, workload_end = _execute(task, run_dir)
         result = run.as_dict()
     except NetreproError as exc:
         error, result = str(exc), _saved_result(run_dir)
     # what crosses back to the caller is plain data (the result and its transfers), never the run's Progress
     out = {"result": result, "error": error, "host": socket.gethostname(), "node": _ray_node(), "tarball": None,
-           "run": run if task.plan is not None else None, "transfers": transfers if task.plan is not None else None}
+           "run": run if task.plan is not None else None, "transfers": transfers if task.plan is not None else None,
+           "workload_end": workload_end}
     if not shared:
         out["tarball"] = pack(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
     return out
 
 
-def _execute(task: RunTask, run_dir: Path) -> tuple[RunResult, list[Transfer] | None]:
-    """The task's run under the disturbed-run policy, analysed here, or (RunTask.analyse False) measured only."""
+def _execute(task: RunTask, run_dir: Path) -> tuple[RunResult, list[Transfer] | None, float | None]:
+    """The task's run under the disturbed-run policy, analysed here, or (RunTask.analyse False) measured only:
+    then its capture is not followed here (a follower's tshark and threads cannot cross to the caller, which
+    analyses the finished file: the same analysis), and its workload's end (time.monotonic(), the host's) is
+    handed back for the result's analysis_ready_s."""
     plan = task.plan or _task_plan(task)
     if task.analyse:
-        return plan.execute(run_dir), None
-    measured = measure_trusted(plan, run_dir)
-    return measured.result, measured.transfers
+        return plan.execute(run_dir), None, None
+    measured = measure_trusted(replace(plan, follow_capture=False), run_dir)
+    return measured.result, measured.transfers, measured.workload_end
 
 
 def _task_plan(task: RunTask) -> RunPlan:
@@ -312,7 +318,7 @@ class RayRunner:
             out["result"] = relocate(out["result"], old, outcome.task.run_dir)
         outcome.result, outcome.error = out["result"], out["error"]
         outcome.host, outcome.node, outcome.run = out["host"], out.get("node"), out.get("run")
-        outcome.transfers = out.get("transfers")
+        outcome.transfers, outcome.workload_end = out.get("transfers"), out.get("workload_end")
         if outcome.error is None and outcome.result is None:
             outcome.error = "the run returned no result"
         if outcome.passed or len(outcome.attempts) >= self.attempts:

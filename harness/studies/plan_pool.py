@@ -11,7 +11,9 @@ A run's place is freed when its workload and teardown end: the worker hands back
 and transfers, plain data) and the caller analyses the capture (tshark, plots: seconds) in an Analyser thread
 while the next run takes the place. Only for a plan whose analysis may overlap other runs
 (RunPlan.analysis_may_overlap: the link follows the board's clock); any other is analysed in its place, as
-before. The disturbed-run policy stays in the worker (a disturbed run's own analysis too).
+before. The disturbed-run policy stays in the worker (a disturbed run's own analysis too). Such a run's capture
+is not followed as the link writes it (harness.analysis.follow: its tshark and threads live in the worker):
+the caller analyses the finished file, the same analysis.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class PlanPool:
             future.set_result(outcome.run)
             return
         assert self._analyser is not None
-        measured = MeasuredRun(outcome.run, outcome.transfers, self.progress)
+        measured = MeasuredRun(outcome.run, outcome.transfers, self.progress, workload_end=outcome.workload_end)
         analysis = self._analyser.submit(measured, overlap=True)
         analysis.add_done_callback(lambda done: self._analysis_ended(outcome.task.run_dir, done, future))
 
