@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from harness.cli.link_args import size_arg
 from harness.cli.progress_args import add_quiet, command_progress
 from harness.cli.time_args import add_time_args, time_choice
 from harness.core.errors import NetreproError
+from harness.core.machine import machine_cpus
 from harness.rig.session import make_run_dir
 from harness.rig.workload import ONE_WAY, Workload
 from harness.studies.parallel import RUN_CPUS, RayRunner, ray_session
@@ -140,7 +140,7 @@ def jobs(args: argparse.Namespace, ray: Any) -> int:
         if args.jobs < 1:
             raise NetreproError(f"bad --jobs {args.jobs}", "give 1 or more")
         return args.jobs
-    cpus = ray.cluster_resources().get("CPU", os.cpu_count() or 1)
+    cpus = ray.cluster_resources().get("CPU", machine_cpus())
     return max(1, int(cpus // RUN_CPUS))
 
 
@@ -157,7 +157,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_sweep(spec)
         folder = make_run_dir(args.out, f"sweep-{spec.platform}", "-".join(a.name for a in spec.axes)[:60])
     progress.step(f"sweep folder {folder}")
-    with ray_session(args.ray_address, None if args.ray_address else (os.cpu_count() or 1)) as ray:
+    with ray_session(args.ray_address, None if args.ray_address else machine_cpus()) as ray:
         runner = RayRunner(ray, jobs(args, ray), progress)
         try:
             sweep = run_sweep(spec, folder, runner.run, progress)
@@ -204,7 +204,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         tuning = tuning_from_args(args)
         folder = make_run_dir(args.out, f"tune-{args.platform}", f"{tuning.budget}B")
     progress.step(f"tune folder {folder}")
-    with ray_session(args.ray_address, None if args.ray_address else (os.cpu_count() or 1)) as ray:
+    with ray_session(args.ray_address, None if args.ray_address else machine_cpus()) as ray:
         runner = RayRunner(ray, jobs(args, ray), progress)
         try:
             document = tune(tuning, folder, runner.run, progress, jobs=runner.jobs, resume=args.resume is not None)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness.core.cache import cache_dir, content_hash, tree_files
 from harness.core.errors import NetreproError
+from harness.core.machine import machine_cpus
 from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS
 from harness.rig.lwip_ram import LwipRam, cached_lwip_ram
 from harness.rig.platform import PROJECT_ROOT, Platform
@@ -315,7 +316,7 @@ def _unknown_option_warning(macro: Macro, version: str) -> str:
 
 
 def _run_make(build: _Build, extra_sources: tuple[Path, ...]) -> subprocess.CompletedProcess[str]:
-    argv = ["make", "-C", str(FIRMWARE_DIR), f"-j{os.cpu_count() or 2}", *build.make_vars,
+    argv = ["make", "-C", str(FIRMWARE_DIR), f"-j{machine_cpus()}", *build.make_vars,
             f"EXTRA_SRCS={' '.join(map(str, extra_sources))}"]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import NetreproError
+from harness.core.machine import machine_cpus
 from harness.core.progress import Progress
 from harness.link import LinkSpec
 from harness.rig.build import lwip_tree
@@ -155,7 +156,7 @@ def _task_plan(task: RunTask) -> RunPlan:
 
 def machine_jobs(cpus: int | None = None) -> int:
     """Runs this machine holds at once: its cores / RUN_CPUS, at least 1."""
-    return max(1, int((cpus if cpus is not None else os.cpu_count() or 1) // RUN_CPUS))
+    return max(1, int((cpus if cpus is not None else machine_cpus()) // RUN_CPUS))
 
 
 def _ray_node() -> str | None:
@@ -229,7 +230,7 @@ def _start_ray(ray: Any, address: str | None, cpus: int | None, options: dict[st
             if address:
                 ray.init(address=address, **options)
             else:
-                ray.init(num_cpus=cpus or os.cpu_count() or 1, **options)
+                ray.init(num_cpus=cpus or machine_cpus(), **options)
             return
         except Exception as exc:  # Ray raises plain Exception too, e.g. when its node times out starting
             ray.shutdown()        # whatever part of a local instance did start

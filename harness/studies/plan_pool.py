@@ -18,7 +18,6 @@ the caller analyses the finished file, the same analysis.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import NetreproError
+from harness.core.machine import machine_cpus
 from harness.core.progress import Progress
 from harness.runs.analyse import Analyser, MeasuredRun
 from harness.runs.plan import RunPlan
@@ -79,7 +79,7 @@ class PlanPool:
                 self._ray = None
 
     def _cpus(self) -> int:
-        return max(self.jobs * RUN_CPUS, os.cpu_count() or 1)  # every job truly at once, even beyond the cores
+        return max(self.jobs * RUN_CPUS, machine_cpus())  # every job truly at once, even beyond the cores
 
     def submit(self, plan: RunPlan, run_dir: Path) -> Future[RunResult]:
         """The run of `plan` in `run_dir`, queued; its Future is settled by `run` once the run is analysed."""
