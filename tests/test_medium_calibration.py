@@ -74,7 +74,10 @@ def test_the_preset_moves_onto_the_shared_medium_keeping_its_rtt(n6):
 
 def test_a_flood_through_a_wire_carries_its_payload_share():
     sat = udp_saturation(LinkSpec.from_preset({"rate": "43mbit"}), seconds=1.5)
-    assert sat.goodput_bps == sat.wall_bps == pytest.approx(43e6 * UDP_PAYLOAD / (FRAME + 24), rel=0.01)
+    # on a wire the figure is the wall clock's: the first and last stamps may each be as late as the link measured
+    # itself (a busy host), which widens the bound by exactly that share of the measured stretch
+    host = 2 * sat.to_device.late_us_max / 1e6 / sat.seconds
+    assert sat.goodput_bps == sat.wall_bps == pytest.approx(43e6 * UDP_PAYLOAD / (FRAME + 24), rel=0.01 + host)
     assert sat.received < sat.sent
 
 
@@ -84,7 +87,8 @@ def test_on_the_air_the_goodput_over_the_air_time_is_what_the_receiver_sees():
     # two full frames a turn: access + preamble + 2 subframes at 46 Mbit/s + signal ext + SIFS + block ack + ext
     turn = (10 + 2 * 9 + 7.5 * 9 + 36 + 6 + 10 + 32 + 6) * 1e-6 + 2 * (FRAME + 28) * 8 / 46e6
     assert sat.goodput_bps == pytest.approx(2 * UDP_PAYLOAD * 8 / turn, rel=0.005)
-    assert sat.wall_bps == pytest.approx(sat.goodput_bps, rel=0.03)  # the wall clock, on a shared host
+    host = 2 * sat.to_device.late_us_max / 1e6 / sat.seconds  # the link's own measure of a busy host's lateness
+    assert sat.wall_bps == pytest.approx(sat.goodput_bps, rel=0.03 + host)  # the wall clock, on a shared host
 
 
 def test_the_calibrated_medium_carries_the_target_through_the_link(n6):
