@@ -64,7 +64,9 @@ class Flow:
     def of(cls, columns: ConnectionColumns) -> Flow:
         i = {k: _view(v) for k, v in columns.ints.items()}
         bits = _view(columns.bits)
-        return cls(_view(columns.t) - columns.t0, ((bits & SIDE) != 0).astype(np.int8), bits, i["flags"], i["seq"],
+        t = _view(columns.t)
+        t -= columns.t0  # seconds from the first frame, in place: the columns are the chosen connection's own
+        return cls(t, ((bits & SIDE) != 0).astype(np.int8), bits, i["flags"], i["seq"],
                    i["ack"], i["nxt"], i["len"], i["flen"], i["win"], i["tsval"], i["tsecr"], i["bif"],
                    _view(columns.rtt_at), _view(columns.rtt), columns.syn, columns.synack, columns.irtt,
                    columns.ends)

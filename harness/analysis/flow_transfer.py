@@ -15,6 +15,7 @@ import numpy as np
 from harness.analysis.flow import Flow, pairs, thin_index
 from harness.analysis.frames import ACK, RST, SYN
 from harness.analysis.numbers import median_of, percentile_of, rounded
+from harness.analysis.scan import HAS_BIF, HAS_TSECR
 from harness.analysis.series import LIMIT
 from harness.analysis.transfer import (
     HEADERS,
@@ -26,6 +27,8 @@ from harness.analysis.transfer import (
     base_rtt,
 )
 from harness.core.ethernet import MIN_FRAME, OVERHEAD
+
+CHUNK = 1 << 18  # elements of a work array at a time
 
 
 def _sum(values: np.ndarray) -> float:
@@ -55,14 +58,15 @@ def _timestamp_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retra
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)] - 1
     unique, first_t, last_t = keys[starts], at[order][starts], at[order][ends]
-    tsecr, has = f.tsecr[d], f.has_tsecr()[d]
-    k = np.minimum(np.searchsorted(unique, tsecr), len(unique) - 1)
-    found = has & (unique[k] == tsecr)
-    span0, span1 = first_t[k], last_t[k]
-    ok = found & ~(span0 > dt)
     lags = np.full(len(d), np.nan)
-    lags[ok] = dt[ok] - (span0[ok] + np.minimum(span1[ok], dt[ok])) / 2
-    use = ok & ~retrans
+    for lo in range(0, len(d), CHUNK):  # in chunks: the work arrays stay small however long the capture
+        part = slice(lo, lo + CHUNK)
+        tsecr, t = f.tsecr[d[part]], dt[part]
+        k = np.minimum(np.searchsorted(unique, tsecr), len(unique) - 1)
+        span0, span1 = first_t[k], last_t[k]
+        ok = ((f.bits[d[part]] & HAS_TSECR) != 0) & (unique[k] == tsecr) & ~(span0 > t)
+        lags[part][ok] = t[ok] - (span0[ok] + np.minimum(span1[ok], t[ok])) / 2
+    use = ~np.isnan(lags) & ~retrans
     if np.count_nonzero(use) < 3:
         return None
     return _Delays(dt[use], lags[use], lags,
@@ -125,25 +129,32 @@ def _delays(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool, irtt: floa
 
 @dataclass
 class _View:
-    at: np.ndarray       # index into the data segments of each point
+    """Per data segment that followed an ACK: its time, in flight, the window the sender knew (room: the
+    difference)."""
+
     t: np.ndarray
     flight: np.ndarray
     window: np.ndarray
-    rooms: np.ndarray
 
 
 def _sender_view(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, sender_near: bool) -> _View:
-    dt, at = f.t[d], f.t[a]
-    high = np.maximum(np.maximum.accumulate(f.nxt[d].astype(np.int64)), 0)
-    k = np.searchsorted(at, dt - deltas, side="right") - 1
-    ok = np.flatnonzero(k >= 0)
-    k = k[ok]
-    flight = np.maximum(0, high[ok] - f.ack[a][k].astype(np.int64))
-    if sender_near:
-        has = f.has_bif()[d][ok]
-        flight = np.where(has, f.bif[d][ok].astype(np.int64), flight)
-    window = f.win[a][k].astype(np.int64)
-    return _View(ok, dt[ok], flight, window, window - flight)
+    at = f.t[a]
+    high = np.maximum(np.maximum.accumulate(f.nxt[d]), 0)  # the running right edge of the data sent
+    parts = []
+    for lo in range(0, len(d), CHUNK):
+        part = slice(lo, lo + CHUNK)
+        dp = d[part]
+        t = f.t[dp]
+        k = np.searchsorted(at, t - deltas[part], side="right") - 1
+        ok = k >= 0
+        k = k[ok]
+        flight = np.maximum(0, high[part][ok].astype(np.int64) - f.ack[a[k]])
+        if sender_near:
+            flight = np.where((f.bits[dp][ok] & HAS_BIF) != 0, f.bif[dp][ok], flight)
+        parts.append((t[ok], flight, f.win[a[k]]))
+    if not parts:
+        return _View(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    return _View(*(np.concatenate(c) for c in zip(*parts, strict=True)))
 
 
 def _delivered(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool) -> tuple[np.ndarray, np.ndarray, str]:
@@ -179,7 +190,7 @@ def _goodput(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool, interval_
         series.append((start, int(bins[k]) * 8 / max(length, 1e-9) / 1e6))
     slack = interval_s / 20
     inside = [v for t, v in series if t >= first - slack and t + interval_s <= last + slack]
-    return (when, nbytes, source, series, total * 8 / span / 1e6 if span else None,
+    return (_thin_sum(when, nbytes), source, series, total * 8 / span / 1e6 if span else None,
             rounded(median_of(np.array(inside))) if inside else None, last - first)
 
 
@@ -205,15 +216,14 @@ def _pauses(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, view: _Vi
     dt, at = f.t[d], f.t[a]
     gaps = dt[1:] - dt[:-1]
     tau = _pause_threshold(gaps, rtt, seg_size, link_rate_bps)
-    j = np.searchsorted(view.t, dt, side="left")
-    jj = np.minimum(j, max(len(view.t) - 1, 0))
-    matched = (j < len(view.t)) & (view.t[jj] == dt) if len(view.t) else np.zeros(len(dt), bool)
-    busy = _sum(gaps[gaps < tau])
-    shares = {"busy": busy, "window": 0.0, "ack_wait": 0.0, "sender_paced": 0.0}
-    for i in np.flatnonzero(gaps >= tau).tolist():
+    shares = {"busy": _sum(gaps[gaps < tau]), "window": 0.0, "ack_wait": 0.0, "sender_paced": 0.0}
+    big = np.flatnonzero(gaps >= tau)
+    for i in big.tolist():
         gap = gaps[i].item()
-        room = view.rooms[jj[i]].item() if matched[i] else None
-        flight = view.flight[jj[i]].item() if matched[i] else None
+        j = int(np.searchsorted(view.t, dt[i], side="left"))  # the view's point of this segment, if any
+        matched = j < len(view.t) and view.t[j] == dt[i]
+        room = view.window[j].item() - view.flight[j].item() if matched else None
+        flight = view.flight[j].item() if matched else None
         if room is not None and room < seg_size:
             shares["window"] += gap
             continue
@@ -223,11 +233,10 @@ def _pauses(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, view: _Vi
         clocked = restart is not None and restart <= max(0.5e-3, 0.1 * gap) and at[k].item() > dt[i].item() - delta
         shares["ack_wait" if flight and clocked else "sender_paced"] += gap
     send_span = (dt[-1] - dt[0]).item()
-    big = np.flatnonzero(gaps >= tau)
-    at_window = int(np.count_nonzero(view.rooms < 2 * seg_size))
+    at_window = int(np.count_nonzero(view.window.astype(np.int64) - view.flight < 2 * seg_size))
     return (tau, pairs(big, dt[:-1], gaps),
             PauseShares(**{k: v / send_span for k, v in shares.items()}) if send_span > 0 else None,
-            round(at_window / len(view.rooms), 3) if len(view.rooms) else None)
+            round(at_window / len(view.t), 3) if len(view.t) else None)
 
 
 def _timeouts(f: Flow, d: np.ndarray, rtt: float | None) -> tuple[int, float]:
@@ -273,20 +282,26 @@ def _zoom(f: Flow, d: np.ndarray, rtt: float | None) -> tuple[float, float]:
     return start, start + zoom_len
 
 
+def _index(mask: np.ndarray) -> np.ndarray:
+    """The frames a mask selects, as 4-byte indices."""
+    return np.flatnonzero(mask).astype(np.int32 if len(mask) < 1 << 31 else np.int64)
+
+
 def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None, interval_s: float,
                      link_rate_bps: float | None) -> TransferFacts:
     """``transfer.measure_transfer`` of the data sent by side `snd`, on columns."""
-    d = np.flatnonzero((f.side == snd) & (f.len > 0) & ~f.has("keepalive"))
-    a = np.flatnonzero((f.side != snd) & ((f.flags & ACK) != 0) & ((f.flags & RST) == 0))
+    d = _index((f.side == snd) & (f.len > 0) & ~f.has("keepalive"))
+    a = _index((f.side != snd) & ((f.flags & ACK) != 0) & ((f.flags & RST) == 0))
     seg_size = int(f.len[d].max())
     sender_near = near == snd
     irtt = initial_rtt_ms / 1e3 if initial_rtt_ms is not None else None
     delays = _delays(f, d, a, sender_near, irtt)
     rtt = median_of(delays.sv) if len(delays.sv) else None
-    deltas = np.where(np.isnan(delays.lags), rtt if rtt is not None else 0.0, delays.lags)
+    deltas = delays.lags  # the lags, with the median RTT where unknown (in place: one array per data segment)
+    deltas[np.isnan(deltas)] = rtt if rtt is not None else 0.0
     view = _sender_view(f, d, a, deltas, sender_near)
     end = f.t[-1].item()
-    when, nbytes, source, series, total, steady, transfer_s = _goodput(f, d, a, sender_near, interval_s, end)
+    delivered, source, series, total, steady, transfer_s = _goodput(f, d, a, sender_near, interval_s, end)
     tau, gaps, shares, at_window = _pauses(f, d, a, deltas, view, rtt, seg_size, link_rate_bps)
     rto_count, rto_stall = _timeouts(f, d, rtt)
     samples = list(zip(delays.st.tolist(), delays.sv.tolist(), strict=True)) if len(delays.sv) < 3 else None
@@ -315,7 +330,7 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         rtt_source=delays.rtt_source, window_release_ms=delays.window_release_ms,
         base_rtt_s=min(base_candidates) if base_candidates else None,
         payload_bytes=int(lens[~retrans].sum()), retransmitted_bytes=int(lens[retrans].sum()),
-        delivered=_thin_sum(when, nbytes), goodput_from=source, goodput=tuple(series),
+        delivered=delivered, goodput_from=source, goodput=tuple(series),
         goodput_mbps=total, steady_goodput_mbps=steady, transfer_s=transfer_s,
         idle_gaps=gaps, idle_threshold_s=tau, pause_shares=shares,
         rto_retransmissions=rto_count, rto_stall_s=rto_stall,
