@@ -126,7 +126,8 @@ def _analysis_peak(path: Path) -> int:
 def test_the_analysis_costs_a_few_columns_per_frame_not_objects(bulk, big):
     small_peak, big_peak = _analysis_peak(bulk), _analysis_peak(big)
     per_frame = (big_peak - small_peak) / (200_000 - 50_000)
-    # compact columns (~50 B a frame) and numpy's work arrays; a Segment per frame and the lists built on them
+    # compact columns (~50 B a frame) and numpy's work arrays (~100 B a frame at the peak, in chunks where they
+    # can be); a Segment per frame and the lists built on them
     # cost ~900 B a frame (5,000,000 frames: 5.3 GB)
-    assert per_frame < 120, (small_peak, big_peak, per_frame)
+    assert per_frame < 200, (small_peak, big_peak, per_frame)
     assert big_peak < 60e6, big_peak
