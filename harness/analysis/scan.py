@@ -38,6 +38,7 @@ _FLAGS = ("sack_perm", "tsval", "retrans", "fast", "spurious", "dupack", "zerowi
 # further bits: which side sent the frame, and what was in the frame besides the flags above
 SIDE, SCALE_UNKNOWN, HAS_TSECR, HAS_BIF, HAS_ACK_RTT = 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16
 BIT = {name: 1 << k for k, name in enumerate(_FLAGS)}
+_FLAG_COLUMNS = tuple((COLUMN[name], 1 << k) for k, name in enumerate(_FLAGS))
 # tshark's TCP numbers (sequence, ACK, window, timestamps, bytes in flight) are 32-bit: 4 bytes a frame each
 _U32 = ("seq", "ack", "nxt", "win", "tsval", "tsecr", "bif")
 _U16 = ("len", "flen", "flags")  # a frame is at most 64 kB: 2 bytes (widened to 4 if one is not)
@@ -80,18 +81,18 @@ class ConnectionColumns:
     synack: Segment | None = None    # the first SYN-ACK
     irtt: float | None = None        # tshark's initial RTT, first seen
 
-    def add(self, r: Row) -> None:
-        c, ints = _C, self.ints
+    def add(self, r: Row, t: float | None = None) -> None:
+        c = _C
         seq = int(r[c["seq"]]) if r[c["seq"]] else 0
         length = int(r[c["tcplen"]]) if r[c["tcplen"]] else 0
         nxt = r[c["nxtseq"]]
         flags = int(r[c["flags"]], 16) if r[c["flags"]] else 0
         side = 0 if ((r[c["ip_src"]] or r[c["ip6_src"]]), int(r[c["sport"]])) == self.first else 1
-        t = float(r[c["t"]])
+        t = float(r[c["t"]]) if t is None else t
         bits = SIDE if side else 0
-        for k, name in enumerate(_FLAGS):
-            if r[c[name]]:
-                bits |= 1 << k
+        for column, bit in _FLAG_COLUMNS:
+            if r[column]:
+                bits |= bit
         tsecr, bif = _int(r[c["tsecr"]]), _int(r[c["bif"]])
         bits |= (SCALE_UNKNOWN if r[c["scale"]] and int(r[c["scale"]]) == -1 else 0) | (
             HAS_TSECR if tsecr is not None else 0) | (HAS_BIF if bif is not None else 0)
@@ -103,8 +104,12 @@ class ConnectionColumns:
         values = (seq, int(r[c["ack"]]) if r[c["ack"]] else 0, int(nxt) if nxt else seq + length,
                   int(r[c["win"]]) if r[c["win"]] else 0, _int(r[c["tsval"]]) or 0, tsecr or 0, bif or 0,
                   length, int(r[c["len"]]), flags)
-        for name, value in zip(_INT_NAMES, values, strict=True):
-            _append(ints, name, value)
+        n = len(self.t)
+        try:
+            for column, value in zip(self._ints, values):  # noqa: B905 (as many as _INT_NAMES: checked in _widen)
+                column.append(value)
+        except OverflowError:
+            self._widen(values, n)
         self.t.append(t)
         self.bits.append(bits)
         if self.irtt is None:
@@ -115,6 +120,16 @@ class ConnectionColumns:
                 self.synack = seg
             else:
                 self.syn = seg
+
+    def __post_init__(self) -> None:
+        self._ints = [self.ints[k] for k in _INT_NAMES]
+
+    def _widen(self, values: tuple[int, ...], n: int) -> None:
+        """A value wider than its column's type: that column becomes 8-byte, every value kept."""
+        for name, value in zip(_INT_NAMES, values, strict=True):
+            del self.ints[name][n:]
+            _append(self.ints, name, value)
+        self._ints = [self.ints[k] for k in _INT_NAMES]
 
     def __len__(self) -> int:
         return len(self.t)
@@ -164,7 +179,7 @@ class CaptureScan:
             tally = self.tallies[stream] = _Tally(*ends, start=t, end=t)
             self.columns[stream] = ConnectionColumns((ends[0].ip, ends[0].port), t, list(ends))
         tally.add(r, t)
-        self.columns[stream].add(r)
+        self.columns[stream].add(r, t)
 
     def read(self, rows: Iterable[Row]) -> CaptureScan:
         for r in rows:
