@@ -45,8 +45,12 @@ print(json.dumps({"wall_s": wall, "python_rss_mb": usage(resource.RUSAGE_SELF).r
 """
 
 
-def tshark_alone(path: Path) -> dict[str, float]:
+def tshark_alone(path: Path, session_reset: int = 0) -> dict[str, float]:
+    """tshark writing the analysis' fields to /dev/null; with `session_reset`, tshark's -M (its session, the TCP
+    analysis's state included, dropped every that many frames)."""
     cmd = ["tshark", "-n", "-r", str(path), "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]
+    if session_reset:
+        cmd += ["-M", str(session_reset)]
     for name in TSHARK_FIELDS:
         cmd += ["-e", name]
     for key, value in TSHARK_PREFS.items():
@@ -64,8 +68,10 @@ def analyse(path: Path, tree: Path) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def bench(frames: int, folder: Path, old: Path | None) -> dict[str, Any]:
-    path = write_bulk(folder / f"bulk-{frames}.pcap", frames)
+def bench(frames: int, folder: Path, old: Path | None, session_reset: int, keep: bool) -> dict[str, Any]:
+    path = folder / f"bulk-{frames}.pcap"
+    if not path.exists():
+        write_bulk(path, frames)
     print(f"[{frames}] capture {path.stat().st_size / 1e6:.0f} MB", flush=True)
     alone = tshark_alone(path)
     print(f"[{frames}] tshark alone {alone['wall_s']:.1f} s, {alone['rss_mb']:.0f} MB", flush=True)
@@ -76,7 +82,11 @@ def bench(frames: int, folder: Path, old: Path | None) -> dict[str, Any]:
            "wall_s": round(new["wall_s"], 2), "python_rss_mb": round(new["python_rss_mb"]),
            "tshark_rss_mb": round(new["tshark_rss_mb"]), "wall_over_tshark": round(new["wall_s"] / alone["wall_s"], 2),
            "verdict": new["summary"]["verdict"], "goodput_mbps": new["summary"]["goodput_mbps"],
-           "rtt_ms": new["summary"]["rtt_ms"]}
+           "rtt_ms": new["summary"]["rtt_ms"], "load_average": round(os.getloadavg()[0], 2)}
+    if session_reset and frames > session_reset:
+        reset = tshark_alone(path, session_reset)
+        out.update(tshark_reset_s=round(reset["wall_s"], 2), tshark_reset_rss_mb=round(reset["rss_mb"]))
+        print(f"[{frames}] tshark -M {session_reset} {reset['wall_s']:.1f} s, {reset['rss_mb']:.0f} MB", flush=True)
     if old is not None and frames <= 1_000_000:
         before = analyse(path, old)
         differ = sorted(k for k in new["summary"] if new["summary"][k] != before["summary"].get(k))
@@ -84,7 +94,8 @@ def bench(frames: int, folder: Path, old: Path | None) -> dict[str, Any]:
                    summary_equal=not differ, summary_differs_in=differ)
         print(f"[{frames}] old {before['wall_s']:.1f} s, {before['python_rss_mb']:.0f} MB; equal: {not differ}",
               flush=True)
-    path.unlink()
+    if not keep:
+        path.unlink()
     return out
 
 
@@ -97,12 +108,14 @@ def write_results(runs: list[dict[str, Any]]) -> None:
              "tshark alone = the same fields to /dev/null. Old = the code before the streamed reader, same capture.",
              f"Load average at the end: {load[0]:.2f} (2 CPUs shared with other work).", "",
              "| frames | MB | tshark alone s | tshark alone MB | analysis s | x tshark | Python MB | tshark MB "
-             "| old s | old Python MB | summary equal |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| old s | old Python MB | summary equal | load | tshark -M s | tshark -M MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         lines.append(f"| {r['frames']} | {r['capture_mb']} | {r['tshark_alone_s']} | {r['tshark_alone_rss_mb']} | "
                      f"{r['wall_s']} | {r['wall_over_tshark']} | {r['python_rss_mb']} | {r['tshark_rss_mb']} | "
                      f"{r.get('old_wall_s', '-')} | {r.get('old_python_rss_mb', '-')} | "
-                     f"{r.get('summary_equal', '-')} |")
+                     f"{r.get('summary_equal', '-')} | {r.get('load_average', '-')} | {r.get('tshark_reset_s', '-')} | "
+                     f"{r.get('tshark_reset_rss_mb', '-')} |")
     (RESULTS / "analysis-stream.md").write_text("\n".join(lines) + "\n")
 
 
@@ -110,12 +123,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, nargs="+", default=[450_002, 5_000_000])
     parser.add_argument("--old", type=Path, default=None, help="a checkout of the code before the streamed reader")
-    parser.add_argument("--folder", type=Path, default=None)
+    parser.add_argument("--folder", type=Path, default=None, help="where the captures are (kept when given)")
+    parser.add_argument("--session-reset", type=int, default=1_000_000,
+                        help="also time tshark alone with -M N on captures longer than N frames (0: not)")
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="nr-stream-bench-"))
     runs = []
     for frames in args.frames:
-        runs.append(bench(frames, folder, args.old))
+        runs.append(bench(frames, folder, args.old, args.session_reset, keep=args.folder is not None))
         write_results(runs)
     return 0
 

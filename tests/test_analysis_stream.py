@@ -6,26 +6,44 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from analysis_captures import FAST_RETRANS, R1_BEFORE, SEND_BUFFER
 from bulk_capture import write_bulk
+from captures_gen import Scenario, write_scenario
 
-from harness.analysis import load_capture
+from harness.analysis import CaptureAnalysis, load_capture
 from harness.analysis.capture import TsharkStream, read_capture
 from harness.analysis.facts import Facts, _bounds, connection_facts
 from harness.analysis.frames import segments, select_connection
 from harness.analysis.scan import CaptureScan
 from harness.analysis.sides import other_side
 from harness.analysis.transfer import measure_transfer
+from harness.analysis.verdict import judge
 
 ROOT = Path(__file__).resolve().parent.parent
 STORED = ROOT / "captures" / "openmv-n6-wifi-sock-rx-mp-n6-before.pcap"
+# scenarios that take every path of the measure: sender or receiver side, timestamps or not, losses and
+# timeouts, a zero window, a send buffer, a stalled capture point, no handshake
+SCENARIOS = {
+    "r1": (R1_BEFORE, None), "fast": (FAST_RETRANS, None), "sndbuf": (SEND_BUFFER, None),
+    "timestamps": (Scenario(duration=0.5, timestamps=True, sack=True, peer_wscale=7, device_wscale=7,
+                            rcv_buf=131072), None),
+    "rto": (Scenario(duration=0.6, drop=frozenset({20, 21, 22, 23}), fast_retransmit=False), None),
+    "zero-window": (Scenario(duration=1.0, app_pause=(0.3, 0.2)), None),
+    "device-sends-ts": (Scenario(duration=0.5, sender="device", client="device", timestamps=True, cwnd=4 * 1460,
+                                 rcv_buf=65535), None),
+    "no-handshake": (Scenario(duration=0.5, handshake=False), None),
+    "stall": (Scenario(duration=0.6, device_stall=(0.3, 0.02)), None),
+    "peer-side": (Scenario(duration=0.5, capture_at="peer"), "peer"),
+    "slow-app": (Scenario(duration=0.6, app_read_bps=20e6, rcv_buf=11680), None),
+}
 
 
-def _full_read(path: Path, device_ip: str | None) -> Facts:
+def _full_read(path: Path, device_ip: str | None, captured_at: str | None = None) -> Facts:
     """The facts as the analysis found them before it streamed: every row in a list, then the chosen rows."""
     read = read_capture(path)
     capture, rows = select_connection(read.rows, read.warnings, device_ip, None, None)
     segs, ends = segments(rows)
-    connection, roles, snd = connection_facts(segs, ends, capture.conn, device_ip, None)
+    connection, roles, snd = connection_facts(segs, ends, capture.conn, device_ip, captured_at)
     assert snd is not None
     near = roles.near if roles.near is not None else roles.device
     transfer = measure_transfer(segs, snd, near, connection.initial_rtt_ms, 1.0, None)
@@ -47,8 +65,22 @@ def test_streamed_figures_equal_a_full_read(bulk):
     assert streamed.to_summary().rtt_samples == streamed.rtt_sample_count > 20_000
 
 
-def test_streamed_figures_equal_a_full_read_on_a_stored_capture():
-    assert load_capture(STORED).facts == _full_read(STORED, None)
+@pytest.mark.parametrize("name", ["before", "after"])
+def test_streamed_figures_equal_a_full_read_on_a_stored_capture(name):
+    path = STORED.with_name(f"openmv-n6-wifi-sock-rx-mp-n6-{name}.pcap")
+    assert load_capture(path).facts == _full_read(path, None)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_figures_on_columns_equal_the_segment_reference(tmp_path, name):
+    """``flow``/``flow_transfer`` on numpy columns give what ``facts``/``transfer`` give on Segment objects."""
+    scenario, captured_at = SCENARIOS[name]
+    path = write_scenario(tmp_path / f"{name}.pcap", scenario)
+    for device_ip in ("10.77.0.2", None):
+        streamed = load_capture(path, device_ip=device_ip, captured_at=captured_at)
+        reference = _full_read(path, device_ip, captured_at)
+        assert streamed.facts == reference
+        assert streamed.summary() == CaptureAnalysis(reference, judge(reference)).summary()
 
 
 def _reader_peak(path: Path) -> tuple[int, int]:
@@ -61,8 +93,12 @@ def _reader_peak(path: Path) -> tuple[int, int]:
         tracemalloc.stop()
 
 
-def test_the_reader_holds_a_few_batches_not_the_capture(tmp_path, bulk):
-    big = write_bulk(tmp_path / "bulk-200k.pcap", 200_000)
+@pytest.fixture(scope="module", name="big")
+def big_fixture(tmp_path_factory) -> Path:
+    return write_bulk(tmp_path_factory.mktemp("stream") / "bulk-200k.pcap", 200_000)
+
+
+def test_the_reader_holds_a_few_batches_not_the_capture(bulk, big):
     small_rows, small_peak = _reader_peak(bulk)
     big_rows, big_peak = _reader_peak(big)
     assert (small_rows, big_rows) == (50_000, 200_000)
@@ -74,4 +110,24 @@ def test_a_connection_costs_its_columns_per_frame(bulk):
     scan = CaptureScan().read(TsharkStream(bulk))
     (columns,) = scan.columns.values()
     assert len(columns) == 50_000
-    assert columns.nbytes() / len(columns) <= 150  # typed columns, not rows of strings (~1.7 kB a frame)
+    assert columns.nbytes() / len(columns) <= 56  # compact typed columns, not rows of strings (~1.7 kB a frame)
+
+
+def _analysis_peak(path: Path) -> int:
+    """The most memory Python held while reading and measuring the capture (numpy's arrays included), bytes."""
+    tracemalloc.start()
+    try:
+        load_capture(path, device_ip="10.77.0.2")
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_analysis_costs_a_few_columns_per_frame_not_objects(bulk, big):
+    small_peak, big_peak = _analysis_peak(bulk), _analysis_peak(big)
+    per_frame = (big_peak - small_peak) / (200_000 - 50_000)
+    # compact columns (~50 B a frame) and numpy's work arrays (~100 B a frame at the peak, in chunks where they
+    # can be); a Segment per frame and the lists built on them
+    # cost ~900 B a frame (5,000,000 frames: 5.3 GB)
+    assert per_frame < 200, (small_peak, big_peak, per_frame)
+    assert big_peak < 60e6, big_peak

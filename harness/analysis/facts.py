@@ -24,7 +24,7 @@ from harness.analysis.frames import ACK, RST, SYN, CaptureFacts, Endpoint, Segme
 from harness.analysis.scan import CaptureScan
 from harness.analysis.series import thin
 from harness.analysis.sides import PerSide, other_side
-from harness.analysis.transfer import TransferFacts, measure_transfer
+from harness.analysis.transfer import TransferFacts
 from harness.core.errors import NetreproError
 
 
@@ -356,15 +356,17 @@ def measure_scan(path: str, scan: CaptureScan, read_warnings: tuple[str, ...] = 
     facts = Facts(path, interval_s, link_rate_bps, capture)
     if capture.conn is None:
         return facts
+    from harness.analysis import flow, flow_transfer  # they build on this module's dataclasses
+
     columns = scan.columns.pop(capture.conn)
     scan.columns.clear()
-    segs, ends = columns.segments(), columns.ends
-    del columns
-    connection, roles, snd = connection_facts(segs, ends, capture.conn, device_ip, captured_at)
+    frames = flow.Flow.of(columns)  # the columns read in place: no object per frame
+    connection, roles, snd = flow.connection_facts(frames, capture.conn, device_ip, captured_at)
     if snd is None:
         return Facts(path, interval_s, link_rate_bps, capture, connection)
     near = roles.near if roles.near is not None else roles.device
-    transfer = measure_transfer(segs, snd, near, connection.initial_rtt_ms, interval_s, link_rate_bps)
+    transfer = flow_transfer.measure_transfer(frames, snd, near, connection.initial_rtt_ms, interval_s,
+                                              link_rate_bps)
     window = connection.windows[other_side(roles.name(snd))].median
     return Facts(path, interval_s, link_rate_bps, capture, connection, transfer,
                  _bounds(window, transfer, link_rate_bps))

@@ -1,16 +1,15 @@
 """One pass over tshark's rows as they come: the capture's facts, and each connection's frames in columns.
 
 A row of tshark's text costs about 1.7 kB as Python strings, a ``Segment`` about 0.4 kB; a
-frame here costs one number per column in a typed array (about 130 bytes), and no row is kept
+frame here costs one number per column in a compact typed array (about 50 bytes), and no row is kept
 once read. What the whole capture needs (frame counts, snap length, the connections' tallies,
 what the frames carry when none is TCP) are counters. ``CaptureScan.finish`` gives the same
-``CaptureFacts`` as ``frames.select_connection`` on the list of rows, and ``segments`` the same
-``Segment`` objects as ``frames.segments`` on the chosen connection's rows.
+``CaptureFacts`` as ``frames.select_connection`` on the list of rows; ``flow.Flow`` reads the chosen
+connection's columns as numpy arrays, without one object per frame.
 """
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from harness.analysis.capture import COLUMN, FIELDS, Row
 from harness.analysis.frames import (
+    ACK,
+    SYN,
     CaptureFacts,
     Connection,
     Endpoint,
@@ -30,82 +31,115 @@ from harness.analysis.frames import (
     endpoints,
     transport,
 )
+from harness.analysis.frames import segments as frames_segments
 
-_NONE = -(1 << 63)  # an integer column's "not in the frame"
 _FLAGS = ("sack_perm", "tsval", "retrans", "fast", "spurious", "dupack", "zerowin", "winfull", "ooo", "lost",
           "keepalive", "zwp")  # one bit each: the field was present (non-empty)
-_INTS = ("num", "flen", "flags", "seq", "ack", "len", "nxt", "win", "scale", "mss", "wscale", "tsval", "tsecr", "bif")
+# further bits: which side sent the frame, and what was in the frame besides the flags above
+SIDE, SCALE_UNKNOWN, HAS_TSECR, HAS_BIF, HAS_ACK_RTT = 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16
+BIT = {name: 1 << k for k, name in enumerate(_FLAGS)}
+_FLAG_COLUMNS = tuple((COLUMN[name], 1 << k) for k, name in enumerate(_FLAGS))
+# tshark's TCP numbers (sequence, ACK, window, timestamps, bytes in flight) are 32-bit: 4 bytes a frame each
+_U32 = ("seq", "ack", "nxt", "win", "tsval", "tsecr", "bif")
+_U16 = ("len", "flen", "flags")  # a frame is at most 64 kB: 2 bytes (widened to 4 if one is not)
 _C = COLUMN
 
 
-def _opt(value: int | None) -> int:
-    return _NONE if value is None else value
+def _append(columns: dict[str, array], name: str, value: int) -> None:
+    try:
+        columns[name].append(value)
+    except OverflowError:  # a value wider than the column's type: widen the column, keep every value
+        columns[name] = array("q", columns[name])
+        columns[name].append(value)
 
 
-def _back(value: int) -> int | None:
-    return None if value == _NONE else value
+def _segment(r: Row, side: int, t: float) -> Segment:
+    """One frame as ``frames.segments`` reads it (kept only for the handshake's SYN and SYN-ACK)."""
+    seg = frames_segments([r])[0][0]
+    seg.side, seg.t = side, t
+    return seg
 
 
 @dataclass
 class ConnectionColumns:
-    """The frames of one connection, as ``frames.segments`` reads them, one typed array per field."""
+    """The frames of one connection, one compact typed array per field (about 50 bytes a frame).
+
+    What only the handshake needs (MSS, window scale, SACK, the initial RTT) is kept once, as the first
+    SYN's and SYN-ACK's ``Segment``; tshark's ACK RTT, present on a part of the frames, is kept sparse.
+    """
 
     first: tuple[str, int]   # source (address, port) of the connection's first frame: side 0
     t0: float                # its time
     ends: list[Endpoint]
-    ints: dict[str, array] = field(default_factory=lambda: {k: array("q") for k in _INTS})
+    ints: dict[str, array] = field(default_factory=lambda: {
+        **{k: array("I") for k in _U32}, **{k: array("H") for k in _U16}})
     t: array = field(default_factory=lambda: array("d"))
-    ack_rtt: array = field(default_factory=lambda: array("d"))
-    irtt: array = field(default_factory=lambda: array("d"))
-    side: array = field(default_factory=lambda: array("b"))
-    bits: array = field(default_factory=lambda: array("H"))
+    bits: array = field(default_factory=lambda: array("I"))
+    rtt_at: array = field(default_factory=lambda: array("I"))   # frame index of each ACK RTT
+    rtt: array = field(default_factory=lambda: array("d"))
+    syn: Segment | None = None       # the first SYN without ACK
+    synack: Segment | None = None    # the first SYN-ACK
+    irtt: float | None = None        # tshark's initial RTT, first seen
 
-    def add(self, r: Row) -> None:
-        c, ints = _C, self.ints
+    def add(self, r: Row, t: float | None = None) -> None:
+        c = _C
         seq = int(r[c["seq"]]) if r[c["seq"]] else 0
         length = int(r[c["tcplen"]]) if r[c["tcplen"]] else 0
         nxt = r[c["nxtseq"]]
-        scale = r[c["scale"]]
-        values = (int(r[c["num"]]), int(r[c["len"]]), int(r[c["flags"]], 16) if r[c["flags"]] else 0, seq,
-                  int(r[c["ack"]]) if r[c["ack"]] else 0, length, int(nxt) if nxt else seq + length,
-                  int(r[c["win"]]) if r[c["win"]] else 0, int(scale) if scale else _NONE, _opt(_int(r[c["mss"]])),
-                  _opt(_int(r[c["wscale"]])), _opt(_int(r[c["tsval"]])), _opt(_int(r[c["tsecr"]])),
-                  _opt(_int(r[c["bif"]])))
-        for name, value in zip(_INTS, values, strict=True):
-            ints[name].append(value)
-        self.t.append(float(r[c["t"]]))
-        rtt, irtt = _float(r[c["ack_rtt"]]), _float(r[c["irtt"]])
-        self.ack_rtt.append(math.nan if rtt is None else rtt)
-        self.irtt.append(math.nan if irtt is None else irtt)
-        self.side.append(0 if ((r[c["ip_src"]] or r[c["ip6_src"]]), int(r[c["sport"]])) == self.first else 1)
-        bits = 0
-        for k, name in enumerate(_FLAGS):
-            if r[c[name]]:
-                bits |= 1 << k
+        flags = int(r[c["flags"]], 16) if r[c["flags"]] else 0
+        side = 0 if ((r[c["ip_src"]] or r[c["ip6_src"]]), int(r[c["sport"]])) == self.first else 1
+        t = float(r[c["t"]]) if t is None else t
+        bits = SIDE if side else 0
+        for column, bit in _FLAG_COLUMNS:
+            if r[column]:
+                bits |= bit
+        tsecr, bif = _int(r[c["tsecr"]]), _int(r[c["bif"]])
+        bits |= (SCALE_UNKNOWN if r[c["scale"]] and int(r[c["scale"]]) == -1 else 0) | (
+            HAS_TSECR if tsecr is not None else 0) | (HAS_BIF if bif is not None else 0)
+        rtt = _float(r[c["ack_rtt"]])
+        if rtt is not None:
+            bits |= HAS_ACK_RTT
+            self.rtt_at.append(len(self.t))
+            self.rtt.append(rtt)
+        values = (seq, int(r[c["ack"]]) if r[c["ack"]] else 0, int(nxt) if nxt else seq + length,
+                  int(r[c["win"]]) if r[c["win"]] else 0, _int(r[c["tsval"]]) or 0, tsecr or 0, bif or 0,
+                  length, int(r[c["len"]]), flags)
+        n = len(self.t)
+        try:
+            for column, value in zip(self._ints, values):  # noqa: B905 (as many as _INT_NAMES: checked in _widen)
+                column.append(value)
+        except OverflowError:
+            self._widen(values, n)
+        self.t.append(t)
         self.bits.append(bits)
+        if self.irtt is None:
+            self.irtt = _float(r[c["irtt"]])
+        if flags & SYN and ((flags & ACK and self.synack is None) or (not flags & ACK and self.syn is None)):
+            seg = _segment(r, side, t - self.t0)
+            if flags & ACK:
+                self.synack = seg
+            else:
+                self.syn = seg
+
+    def __post_init__(self) -> None:
+        self._ints = [self.ints[k] for k in _INT_NAMES]
+
+    def _widen(self, values: tuple[int, ...], n: int) -> None:
+        """A value wider than its column's type: that column becomes 8-byte, every value kept."""
+        for name, value in zip(_INT_NAMES, values, strict=True):
+            del self.ints[name][n:]
+            _append(self.ints, name, value)
+        self._ints = [self.ints[k] for k in _INT_NAMES]
 
     def __len__(self) -> int:
         return len(self.t)
 
-    def segments(self) -> list[Segment]:
-        """The frames as ``Segment`` objects, equal to ``frames.segments`` of the same rows."""
-        i = self.ints
-        out = []
-        for k in range(len(self.t)):
-            b = self.bits[k]
-            rtt, irtt = self.ack_rtt[k], self.irtt[k]
-            out.append(Segment(
-                i["num"][k], self.t[k] - self.t0, i["flen"][k], self.side[k], i["flags"][k], i["seq"][k],
-                i["ack"][k], i["len"][k], i["nxt"][k], i["win"][k], _back(i["scale"][k]), _back(i["mss"][k]),
-                _back(i["wscale"][k]), bool(b & 1), bool(b & 2), _back(i["tsval"][k]), _back(i["tsecr"][k]),
-                bool(b & 4), bool(b & 8), bool(b & 16), bool(b & 32), bool(b & 64), bool(b & 128), bool(b & 256),
-                bool(b & 512), None if math.isnan(rtt) else rtt, _back(i["bif"][k]),
-                None if math.isnan(irtt) else irtt, bool(b & 1024), bool(b & 2048)))
-        return out
-
     def nbytes(self) -> int:
-        arrays = [*self.ints.values(), self.t, self.ack_rtt, self.irtt, self.side, self.bits]
+        arrays = [*self.ints.values(), self.t, self.bits, self.rtt_at, self.rtt]
         return sum(a.buffer_info()[1] * a.itemsize for a in arrays)
+
+
+_INT_NAMES = (*_U32, *_U16)
 
 
 @dataclass
@@ -145,7 +179,7 @@ class CaptureScan:
             tally = self.tallies[stream] = _Tally(*ends, start=t, end=t)
             self.columns[stream] = ConnectionColumns((ends[0].ip, ends[0].port), t, list(ends))
         tally.add(r, t)
-        self.columns[stream].add(r)
+        self.columns[stream].add(r, t)
 
     def read(self, rows: Iterable[Row]) -> CaptureScan:
         for r in rows:

@@ -1,0 +1,232 @@
+"""One connection's frames as numpy columns, and its facts measured on them (no object per frame).
+
+``facts.connection_facts`` and ``transfer.measure_transfer`` read a list of ``Segment`` objects
+(about 0.4 kB a frame, plus the lists built from it); they stay as the reference the tests hold
+this module to. Here the same figures come from the scan's compact columns
+(``scan.ConnectionColumns``, about 50 bytes a frame) read in place as numpy arrays, every step
+vectorised or looping only over what is rare (pauses, the handshake): the numbers are the same,
+operation for operation (sums of floats in the same order, medians and percentiles of the same
+values).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.analysis.facts import (
+    ConnectionFacts,
+    WindowStats,
+    _device_side,
+    _handshake,
+    _Roles,
+    _warnings,
+)
+from harness.analysis.frames import ACK, RST, SYN, Endpoint, Segment
+from harness.analysis.numbers import median_of
+from harness.analysis.scan import BIT, HAS_BIF, HAS_TSECR, SCALE_UNKNOWN, SIDE, ConnectionColumns
+from harness.analysis.series import LIMIT
+from harness.analysis.sides import PerSide
+
+
+def _view(column) -> np.ndarray:
+    """A typed array read in place, as numpy (no copy)."""
+    return np.frombuffer(column, dtype=np.dtype(column.typecode)) if len(column) else np.zeros(0, column.typecode)
+
+
+@dataclass
+class Flow:
+    """The frames of one connection in columns; ``t`` is seconds from its first frame, ``side`` 0 or 1."""
+
+    t: np.ndarray
+    side: np.ndarray
+    bits: np.ndarray
+    flags: np.ndarray
+    seq: np.ndarray
+    ack: np.ndarray
+    nxt: np.ndarray
+    len: np.ndarray
+    flen: np.ndarray
+    win: np.ndarray
+    tsval: np.ndarray
+    tsecr: np.ndarray
+    bif: np.ndarray
+    rtt_at: np.ndarray
+    rtt: np.ndarray
+    syn: Segment | None
+    synack: Segment | None
+    irtt: float | None
+    ends: list[Endpoint]
+
+    @classmethod
+    def of(cls, columns: ConnectionColumns) -> Flow:
+        i = {k: _view(v) for k, v in columns.ints.items()}
+        bits = _view(columns.bits)
+        t = _view(columns.t)
+        t -= columns.t0  # seconds from the first frame, in place: the columns are the chosen connection's own
+        return cls(t, ((bits & SIDE) != 0).astype(np.int8), bits, i["flags"], i["seq"],
+                   i["ack"], i["nxt"], i["len"], i["flen"], i["win"], i["tsval"], i["tsecr"], i["bif"],
+                   _view(columns.rtt_at), _view(columns.rtt), columns.syn, columns.synack, columns.irtt,
+                   columns.ends)
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def has(self, name: str) -> np.ndarray:
+        """Frames where tshark gave the field (one of ``scan._FLAGS``)."""
+        return (self.bits & BIT[name]) != 0
+
+    def has_tsecr(self) -> np.ndarray:
+        return (self.bits & HAS_TSECR) != 0
+
+    def has_bif(self) -> np.ndarray:
+        return (self.bits & HAS_BIF) != 0
+
+    def ack_rtt(self, where: np.ndarray) -> np.ndarray:
+        """tshark's ACK RTTs of the frames `where` (a mask) selects, in frame order."""
+        return self.rtt[where[self.rtt_at]]
+
+    def ack_rtt_dense(self, index: np.ndarray) -> np.ndarray:
+        """The ACK RTT of each frame of `index` (NaN where tshark gave none)."""
+        out = np.full(len(self), np.nan)
+        out[self.rtt_at] = self.rtt
+        return out[index]
+
+    def count(self, name: str, where: np.ndarray | None = None) -> int:
+        has = self.has(name)
+        return int(np.count_nonzero(has if where is None else has & where))
+
+
+def thin_index(n: int, keep: np.ndarray | None = None, limit: int = LIMIT) -> np.ndarray:
+    """The indices ``series.thin`` keeps of n points (``keep``: the mask of points wanted)."""
+    if n <= limit:
+        return np.arange(n)
+    wanted = limit // 2 if keep is not None else 0
+    stride = -(-n // (limit - wanted - 1))
+    index = np.arange(n)
+    base = (index % stride == 0) | (index == n - 1)
+    chosen = base.copy()
+    if wanted and keep is not None:
+        extra = np.flatnonzero(keep & ~base)[:wanted]
+        chosen[extra] = True
+    return np.flatnonzero(chosen)
+
+
+def pairs(index: np.ndarray, *columns: np.ndarray) -> tuple[tuple, ...]:
+    """Tuples of Python numbers, one per index, of the columns."""
+    return tuple(zip(*(c[index].tolist() for c in columns), strict=True))
+
+
+# ------------------------------------------------------------------ who is who
+
+
+def _near_side(f: Flow, syn: Segment | None, synack: Segment | None) -> tuple[int | None, str]:
+    """``facts._near_side`` on columns."""
+    votes = []
+    if syn is not None and synack is not None and synack.t >= syn.t:
+        match = (f.side == syn.side) & (f.t >= synack.t) & ((f.flags & ACK) != 0) & ((f.flags & SYN) == 0)
+        hits = np.flatnonzero(match)
+        if len(hits):
+            ack3_t = f.t[hits[0]].item()
+            server_turn, client_turn = synack.t - syn.t, ack3_t - synack.t
+            lo, hi = sorted((server_turn, client_turn))
+            if hi >= 2 * lo and hi - lo >= 20e-6:
+                side = synack.side if server_turn < client_turn else syn.side
+                votes.append((side, f"handshake: server answered in {server_turn * 1e3:.2f} ms, "
+                                    f"client in {client_turn * 1e3:.2f} ms"))
+    med = [median_of(f.ack_rtt((f.side == side) & ((f.flags & SYN) == 0))) for side in (0, 1)]
+    if med[0] is not None and med[1] is not None:
+        lo, hi = sorted(med)
+        if hi >= 2 * lo and hi - lo >= 20e-6:
+            side = 0 if med[0] < med[1] else 1
+            votes.append((side, f"ACKs: {med[side] * 1e3:.2f} ms vs {med[1 - side] * 1e3:.2f} ms median"))
+    sides = {v[0] for v in votes}
+    if len(sides) == 1:
+        return votes[0][0], "; ".join(v[1] for v in votes)
+    return None, "ambiguous" if votes else "no timing evidence"
+
+
+def _roles(f: Flow, device_ip: str | None, captured_at: str | None) -> _Roles:
+    near, near_why = _near_side(f, f.syn, f.synack)
+    device, identified_by = _device_side(f.ends, device_ip, near, near_why, f.synack)
+    if captured_at is not None:
+        near = device if captured_at == "device" else 1 - device
+    return _Roles(device, near, identified_by)
+
+
+# ------------------------------------------------------------------ per side
+
+
+def _counter(values: np.ndarray) -> Counter:
+    """``Counter(values)``, its keys in the order they first occur (``most_common`` breaks ties by it)."""
+    unique, first, counts = np.unique(values, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    return Counter(dict(zip(unique[order].tolist(), counts[order].tolist(), strict=True)))
+
+
+def _windows(f: Flow, index: int) -> tuple[WindowStats, tuple[tuple[float, int], ...]]:
+    """``facts._windows`` on columns."""
+    acks = np.flatnonzero((f.side == index) & ((f.flags & ACK) != 0) & ((f.flags & (SYN | RST)) == 0))
+    stats = WindowStats(count=len(acks))
+    if len(acks):
+        wins = f.win[acks].astype(np.int64)
+        stats.values = _counter(wins)
+        stats.min, stats.max = int(wins.min()), int(wins.max())
+        stats.median = median_of(wins)
+        stats.unknown_scale = bool(np.any(f.bits[acks] & SCALE_UNKNOWN))
+    t, win = f.t[acks], f.win[acks]
+    return stats, pairs(thin_index(len(acks)), t, win)
+
+
+def _segments_per_ack(f: Flow, index: int) -> float | None:
+    """``facts._segments_per_ack`` on columns: the running ends as cumulative maxima."""
+    other_data = (f.side != index) & (f.len > 0) & ~f.has("keepalive")
+    data_in = int(np.count_nonzero(other_data))
+    data_end = np.maximum.accumulate(np.where(other_data, f.nxt.astype(np.int64), -1))  # -1: none yet
+    mine = np.flatnonzero((f.side == index) & ((f.flags & ACK) != 0) & ((f.flags & SYN) == 0))
+    acks = f.ack[mine].astype(np.int64)
+    if len(acks) < 2:
+        return None
+    last = np.maximum.accumulate(acks)[:-1]
+    end = data_end[mine][1:]
+    advancing = int(np.count_nonzero((acks[1:] > last) & (end >= 0) & (acks[1:] <= end)))
+    return round(data_in / advancing, 3) if data_in and advancing else None
+
+
+def _sender(f: Flow) -> int | None:
+    sent = [int(f.len[(f.side == side) & ~f.has("retrans")].sum(dtype=np.int64)) for side in (0, 1)]
+    if max(sent) == 0:
+        return None
+    return 0 if sent[0] >= sent[1] else 1
+
+
+def connection_facts(f: Flow, conn: int, device_ip: str | None,
+                     captured_at: str | None) -> tuple[ConnectionFacts, _Roles, int | None]:
+    """``facts.connection_facts`` on columns: the same facts, roles and sending end."""
+    roles = _roles(f, device_ip, captured_at)
+    handshake = _handshake(f.syn, f.synack, roles)
+    windows = PerSide.of(lambda side: _windows(f, roles.index(side)))
+
+    def per_side(count) -> PerSide:
+        return PerSide.of(lambda side: count(roles.index(side)))
+
+    lost = f.count("lost")
+    snd = _sender(f)
+    facts = ConnectionFacts(
+        device=f.ends[roles.device], peer=f.ends[1 - roles.device], device_identified_by=roles.identified_by,
+        capture_near=roles.name(roles.near) if roles.near is not None else "device",
+        sender=None if snd is None else roles.name(snd),
+        handshake=handshake, initial_rtt_ms=None if f.irtt is None else f.irtt * 1e3, duration_s=f.t[-1].item(),
+        windows=windows.map(lambda w: w[0]), window_series=windows.map(lambda w: w[1]),
+        retransmissions=f.count("retrans"), fast_retransmissions=f.count("fast"),
+        spurious_retransmissions=f.count("spurious"), window_full=f.count("winfull"),
+        out_of_order=f.count("ooo"), lost_segments=lost,
+        dup_acks=per_side(lambda i: f.count("dupack", f.side == i)),
+        zero_windows=per_side(lambda i: f.count("zerowin", f.side == i)),
+        segments_per_ack=per_side(lambda i: _segments_per_ack(f, i)),
+        empty_reason=f"connection {conn} carries no payload" if snd is None else None,
+        warnings=_warnings(roles, handshake, lost),
+    )
+    return facts, roles, snd

@@ -1,0 +1,346 @@
+"""``transfer.measure_transfer`` on a connection's numpy columns (``flow.Flow``): the same facts, no object per frame.
+
+Each step mirrors its namesake in ``transfer`` (read there for what it means); here a search over the
+ACKs is ``np.searchsorted`` (``bisect`` on the same sorted times), a running maximum
+``np.maximum.accumulate``, and a sum of floats ``np.cumsum`` (left to right, as the ``+=`` loops).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.analysis.flow import Flow, pairs, thin_index
+from harness.analysis.frames import ACK, RST, SYN
+from harness.analysis.numbers import median_of, percentile_of, rounded
+from harness.analysis.scan import HAS_BIF, HAS_TSECR
+from harness.analysis.series import LIMIT
+from harness.analysis.transfer import (
+    HEADERS,
+    PLATEAU_SLICES,
+    FlightStats,
+    PauseShares,
+    Plateau,
+    TransferFacts,
+    base_rtt,
+)
+from harness.core.ethernet import MIN_FRAME, OVERHEAD
+
+CHUNK = 1 << 18  # elements of a work array at a time
+
+
+def _sum(values: np.ndarray) -> float:
+    """Floats added left to right, as a ``+=`` loop adds them."""
+    return np.cumsum(values)[-1].item() if len(values) else 0.0
+
+
+@dataclass
+class _Delays:
+    st: np.ndarray       # RTT samples: time, value
+    sv: np.ndarray
+    lags: np.ndarray     # per data segment, NaN where unknown
+    rtt_source: str
+    in_flight_source: str
+    window_release_ms: float | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def _timestamp_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retrans: np.ndarray) -> _Delays | None:
+    has_ts = f.has("tsval")[a]
+    if not has_ts.any():
+        return None
+    tsv = f.tsval[a][has_ts]
+    at = f.t[a][has_ts]
+    order = np.argsort(tsv, kind="stable")
+    keys = tsv[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)] - 1
+    unique, first_t, last_t = keys[starts], at[order][starts], at[order][ends]
+    lags = np.full(len(d), np.nan)
+    for lo in range(0, len(d), CHUNK):  # in chunks: the work arrays stay small however long the capture
+        part = slice(lo, lo + CHUNK)
+        tsecr, t = f.tsecr[d[part]], dt[part]
+        k = np.minimum(np.searchsorted(unique, tsecr), len(unique) - 1)
+        span0, span1 = first_t[k], last_t[k]
+        ok = ((f.bits[d[part]] & HAS_TSECR) != 0) & (unique[k] == tsecr) & ~(span0 > t)
+        lags[part][ok] = t[ok] - (span0[ok] + np.minimum(span1[ok], t[ok])) / 2
+    use = ~np.isnan(lags) & ~retrans
+    if np.count_nonzero(use) < 3:
+        return None
+    return _Delays(dt[use], lags[use], lags,
+                   "timestamp echo: data's TSecr back to the receiver's segment with that TSval",
+                   "estimated at the receiver: data edge minus the receiver's ACK the sender had seen (timestamp echo)")
+
+
+def _receiver_side_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retrans: np.ndarray,
+                        irtt: float | None) -> _Delays:
+    echoed = _timestamp_lags(f, d, a, dt, retrans)
+    if echoed is not None:
+        return echoed
+    n = len(d)
+    at = f.t[a]
+    edges = np.maximum(np.maximum.accumulate(f.ack[a].astype(np.int64) + f.win[a]), 0) if len(a) else at
+    k = np.searchsorted(edges, f.nxt[d].astype(np.int64), side="left")
+    inside = k < len(a)
+    kk = np.minimum(k, max(len(a) - 1, 0))
+    use = inside & ~retrans
+    if len(a):
+        use &= at[kk] <= dt
+    rt, rv = dt[use], (dt[use] - at[kk][use] if len(a) else dt[use])
+    r10 = percentile_of(rv, 10)
+    if r10 is not None and (irtt is None or r10 <= 3 * irtt + 1e-3):
+        return _Delays(rt, rv, np.full(n, r10),
+                       "window release: ACK that opened the window to the data it released (capture at receiver)",
+                       f"estimated at the receiver: data edge minus the receiver's ACK {r10 * 1e3:.2f} ms "
+                       "(one RTT) earlier")
+    if irtt is not None:
+        return _Delays(np.array([0.0]), np.array([irtt]), np.full(n, irtt),
+                       "handshake only (no timestamps; the sender did not wait for the window)",
+                       f"estimated at the receiver with the handshake RTT {irtt * 1e3:.2f} ms: a lower "
+                       "bound (no timestamps, RTT under load unknown)",
+                       window_release_ms=None if r10 is None else round(r10 * 1e3, 3),
+                       warnings=("in flight at the receiver is a lower bound: no timestamps, and the sender did "
+                                 "not wait for the window, so its RTT under load is unknown",))
+    return _Delays(np.zeros(0), np.zeros(0), np.zeros(n), "none",
+                   "as seen at the capture point (receiver side; no RTT estimate)",
+                   warnings=("no RTT estimate: in flight is shown as seen at the receiver",))
+
+
+def _delays(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool, irtt: float | None) -> _Delays:
+    dt, retrans = f.t[d], f.has("retrans")[d]
+    if sender_near:
+        rtt = f.ack_rtt_dense(a)
+        use = ~np.isnan(rtt) & ((f.flags[a] & SYN) == 0)
+        delays = _Delays(f.t[a][use], rtt[use], np.zeros(len(d)),
+                         "tshark ack_rtt of the receiver's ACKs (capture at the sender)",
+                         "tshark bytes_in_flight (capture at the sender)")
+    else:
+        delays = _receiver_side_lags(f, d, a, dt, retrans, irtt)
+    st, sv, source = delays.st, delays.sv, delays.rtt_source
+    if len(sv) < 3 and irtt is not None and not np.any(sv == irtt):
+        st, sv = np.r_[st, 0.0], np.r_[sv, irtt]
+        source += "; with the handshake's initial RTT (few samples)"
+    if not len(sv):
+        source = "none: no ACK RTTs, no timestamps, no window releases and no handshake"
+    return _Delays(st, sv, delays.lags, source, delays.in_flight_source, delays.window_release_ms, delays.warnings)
+
+
+@dataclass
+class _View:
+    """Per data segment that followed an ACK: its time, in flight, the window the sender knew (room: the
+    difference)."""
+
+    t: np.ndarray
+    flight: np.ndarray
+    window: np.ndarray
+
+
+def _sender_view(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, sender_near: bool) -> _View:
+    at = f.t[a]
+    high = np.maximum(np.maximum.accumulate(f.nxt[d]), 0)  # the running right edge of the data sent
+    parts = []
+    for lo in range(0, len(d), CHUNK):
+        part = slice(lo, lo + CHUNK)
+        dp = d[part]
+        t = f.t[dp]
+        k = np.searchsorted(at, t - deltas[part], side="right") - 1
+        ok = k >= 0
+        k = k[ok]
+        flight = np.maximum(0, high[part][ok].astype(np.int64) - f.ack[a[k]])
+        if sender_near:
+            flight = np.where((f.bits[dp][ok] & HAS_BIF) != 0, f.bif[dp][ok], flight)
+        parts.append((t[ok], flight, f.win[a[k]]))
+    if not parts:
+        return _View(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    return _View(*(np.concatenate(c) for c in zip(*parts, strict=True)))
+
+
+def _delivered(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    dt = f.t[d]
+    if sender_near:
+        first = dt[0]
+        done0 = int(f.seq[d].min())
+        top = int(f.nxt[d].max())
+        use = f.t[a] >= first
+        ack = f.ack[a][use].astype(np.int64)
+        capped = np.minimum(ack, top)
+        before = np.maximum(done0, np.r_[done0, np.maximum.accumulate(capped)[:-1]]) if len(ack) else ack
+        moved = ack > before
+        if moved.any():
+            return f.t[a][use][moved], (capped - before)[moved], "receiver's ACKs (capture at the sender)"
+    fresh = ~f.has("retrans")[d]
+    return dt[fresh], f.len[d][fresh].astype(np.int64), "first arrivals of payload"
+
+
+def _goodput(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool, interval_s: float, end: float):
+    when, nbytes, source = _delivered(f, d, a, sender_near)
+    first, last = f.t[d][0].item(), when[-1].item()
+    span = last - first if last - first > 0 else None
+    total = int(nbytes.sum())
+    bins = np.bincount((when // interval_s).astype(np.int64), weights=nbytes.astype(np.float64))
+    series = []
+    top = len(bins) - 1
+    for k in range(0, top + 1):
+        start = k * interval_s
+        length = min(interval_s, end - start)
+        if length < interval_s / 4 and k == top and k > 0:
+            break
+        series.append((start, int(bins[k]) * 8 / max(length, 1e-9) / 1e6))
+    slack = interval_s / 20
+    inside = [v for t, v in series if t >= first - slack and t + interval_s <= last + slack]
+    return (_thin_sum(when, nbytes), source, series, total * 8 / span / 1e6 if span else None,
+            rounded(median_of(np.array(inside))) if inside else None, last - first)
+
+
+def _thin_sum(when: np.ndarray, nbytes: np.ndarray, limit: int = LIMIT) -> tuple[tuple[float, int], ...]:
+    n = len(when)
+    if n <= limit:
+        return pairs(np.arange(n), when, nbytes)
+    stride = math.ceil(n / limit)
+    starts = np.arange(0, n, stride)
+    return tuple(zip(when[starts].tolist(), np.add.reduceat(nbytes, starts).tolist(), strict=True))
+
+
+def _pause_threshold(gaps: np.ndarray, rtt: float | None, seg_size: int, link_rate_bps: float | None) -> float:
+    """``transfer._pause_threshold`` of the gaps' array."""
+    tau = max(0.5e-3, 0.2 * rtt if rtt else 0.0)
+    if link_rate_bps:
+        return max(tau, 1.5 * (seg_size + HEADERS + OVERHEAD) * 8 / link_rate_bps)
+    return max(tau, 2 * (percentile_of(gaps, 25) or 0.0))
+
+
+def _pauses(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, view: _View, rtt: float | None,
+            seg_size: int, link_rate_bps: float | None):
+    dt, at = f.t[d], f.t[a]
+    gaps = dt[1:] - dt[:-1]
+    tau = _pause_threshold(gaps, rtt, seg_size, link_rate_bps)
+    shares = {"busy": _sum(gaps[gaps < tau]), "window": 0.0, "ack_wait": 0.0, "sender_paced": 0.0}
+    big = np.flatnonzero(gaps >= tau)
+    for i in big.tolist():
+        gap = gaps[i].item()
+        j = int(np.searchsorted(view.t, dt[i], side="left"))  # the view's point of this segment, if any
+        matched = j < len(view.t) and view.t[j] == dt[i]
+        room = view.window[j].item() - view.flight[j].item() if matched else None
+        flight = view.flight[j].item() if matched else None
+        if room is not None and room < seg_size:
+            shares["window"] += gap
+            continue
+        nxt_t, delta = dt[i + 1].item(), deltas[i + 1].item()
+        k = int(np.searchsorted(at, nxt_t - delta, side="right")) - 1
+        restart = (nxt_t - delta) - at[k].item() if k >= 0 else None
+        clocked = restart is not None and restart <= max(0.5e-3, 0.1 * gap) and at[k].item() > dt[i].item() - delta
+        shares["ack_wait" if flight and clocked else "sender_paced"] += gap
+    send_span = (dt[-1] - dt[0]).item()
+    at_window = int(np.count_nonzero(view.window.astype(np.int64) - view.flight < 2 * seg_size))
+    return (tau, pairs(big, dt[:-1], gaps),
+            PauseShares(**{k: v / send_span for k, v in shares.items()}) if send_span > 0 else None,
+            round(at_window / len(view.t), 3) if len(view.t) else None)
+
+
+def _timeouts(f: Flow, d: np.ndarray, rtt: float | None) -> tuple[int, float]:
+    dt = f.t[d]
+    stall_min = max(2 * rtt if rtt else 0.0, 10e-3)
+    gaps = dt[1:] - dt[:-1]
+    hit = f.has("retrans")[d][1:] & ~f.has("fast")[d][1:] & (gaps >= stall_min)
+    return int(np.count_nonzero(hit)), _sum(gaps[hit])
+
+
+def _zero_window_time(f: Flow, a: np.ndarray, end: float) -> float:
+    at, win = f.t[a], f.win[a]
+    nxt = np.r_[at[1:], end] if len(at) else at
+    zero = win == 0
+    return round(_sum(np.maximum(0.0, nxt[zero] - at[zero])), 6)
+
+
+def find_plateau(t: np.ndarray, values: np.ndarray, seg: int) -> Plateau | None:
+    """``transfer.find_plateau`` on columns."""
+    if not len(values) or not seg:
+        return None
+    ceiling = percentile_of(values, 95) or 0.0
+    n = max(1, min(PLATEAU_SLICES, len(values) // 50))
+    t0, t1 = t[0].item(), t[-1].item()
+    width = (t1 - t0) / n or 1.0
+    k = np.minimum(n - 1, ((t - t0) / width).astype(np.int64))
+    tops_all = np.zeros(n, np.int64)
+    np.maximum.at(tops_all, k, values)
+    tops = [v for v in tops_all.tolist() if v]
+    top = int(values.max())
+    flat = bool(ceiling) and top <= ceiling + seg and all(abs(v - ceiling) <= seg for v in tops)
+    return Plateau(flat, ceiling, top, len(tops), tuple(tops),
+                   int(np.count_nonzero(values >= ceiling - seg)) / len(values))
+
+
+def _zoom(f: Flow, d: np.ndarray, rtt: float | None) -> tuple[float, float]:
+    dt = f.t[d]
+    first, last = dt[0].item(), dt[-1].item()
+    zoom_len = min(max(10 * (rtt or 5e-3), 0.02), max(last - first, 1e-3))
+    resent = np.flatnonzero(f.has("retrans")[d])
+    focus = dt[resent[0]].item() if len(resent) else first + (last - first) / 2
+    start = min(max(first, focus - zoom_len / 2), max(first, last - zoom_len))
+    return start, start + zoom_len
+
+
+def _index(mask: np.ndarray) -> np.ndarray:
+    """The frames a mask selects, as 4-byte indices."""
+    return np.flatnonzero(mask).astype(np.int32 if len(mask) < 1 << 31 else np.int64)
+
+
+def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None, interval_s: float,
+                     link_rate_bps: float | None) -> TransferFacts:
+    """``transfer.measure_transfer`` of the data sent by side `snd`, on columns."""
+    d = _index((f.side == snd) & (f.len > 0) & ~f.has("keepalive"))
+    a = _index((f.side != snd) & ((f.flags & ACK) != 0) & ((f.flags & RST) == 0))
+    seg_size = int(f.len[d].max())
+    sender_near = near == snd
+    irtt = initial_rtt_ms / 1e3 if initial_rtt_ms is not None else None
+    delays = _delays(f, d, a, sender_near, irtt)
+    rtt = median_of(delays.sv) if len(delays.sv) else None
+    deltas = delays.lags  # the lags, with the median RTT where unknown (in place: one array per data segment)
+    deltas[np.isnan(deltas)] = rtt if rtt is not None else 0.0
+    view = _sender_view(f, d, a, deltas, sender_near)
+    end = f.t[-1].item()
+    delivered, source, series, total, steady, transfer_s = _goodput(f, d, a, sender_near, interval_s, end)
+    tau, gaps, shares, at_window = _pauses(f, d, a, deltas, view, rtt, seg_size, link_rate_bps)
+    rto_count, rto_stall = _timeouts(f, d, rtt)
+    samples = list(zip(delays.st.tolist(), delays.sv.tolist(), strict=True)) if len(delays.sv) < 3 else None
+    base_candidates = ([base_rtt(samples) if samples is not None else _base_rtt(delays.sv)] if len(delays.sv)
+                       else []) + ([initial_rtt_ms / 1e3] if initial_rtt_ms else [])
+    zoom = _zoom(f, d, rtt)
+    dt, at, retrans = f.t[d], f.t[a], f.has("retrans")[d]
+    flen = f.flen[d].astype(np.int64)
+    lens = f.len[d].astype(np.int64)
+    flights = view.flight
+    return TransferFacts(
+        mss_used=seg_size,
+        data_segments=tuple((t, s, e, bool(r)) for t, s, e, r in pairs(
+            thin_index(len(d), retrans | ((zoom[0] <= dt) & (dt <= zoom[1]))), dt, f.seq[d], f.nxt[d], retrans)),
+        receiver_acks=pairs(thin_index(len(a), (zoom[0] - (rtt or 0) <= at) & (at <= zoom[1])), at, f.ack[a], f.win[a]),
+        data_segment_count=len(d), resent_segment_count=int(np.count_nonzero(retrans)),
+        rtt_sample_count=len(delays.sv),
+        data_wire_bytes=int((np.maximum(flen, MIN_FRAME) + OVERHEAD).sum()),
+        in_flight=pairs(thin_index(len(view.t)), view.t, flights),
+        in_flight_window=pairs(thin_index(len(view.t)), view.t, view.window),
+        in_flight_source=delays.in_flight_source,
+        in_flight_stats=FlightStats(int(flights.min()) if len(flights) else None, percentile_of(flights, 50),
+                                    percentile_of(flights, 95), int(flights.max()) if len(flights) else None),
+        segments_at_window=at_window,
+        rtt_samples=pairs(thin_index(len(delays.sv)), delays.st, delays.sv), rtt_ms=None if rtt is None else rtt * 1e3,
+        rtt_source=delays.rtt_source, window_release_ms=delays.window_release_ms,
+        base_rtt_s=min(base_candidates) if base_candidates else None,
+        payload_bytes=int(lens[~retrans].sum()), retransmitted_bytes=int(lens[retrans].sum()),
+        delivered=delivered, goodput_from=source, goodput=tuple(series),
+        goodput_mbps=total, steady_goodput_mbps=steady, transfer_s=transfer_s,
+        idle_gaps=gaps, idle_threshold_s=tau, pause_shares=shares,
+        rto_retransmissions=rto_count, rto_stall_s=rto_stall,
+        zero_window_s=_zero_window_time(f, a, end),
+        plateau=find_plateau(view.t, flights, seg_size),
+        warnings=delays.warnings,
+    )
+
+
+def _base_rtt(values: np.ndarray) -> float:
+    """``transfer.base_rtt`` of three or more samples: the lowest median of three in a row."""
+    a, b, c = values[:-2], values[1:-1], values[2:]
+    return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c)).min().item()
