@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 from analysis_captures import FAST_RETRANS, R1_BEFORE, SEND_BUFFER
+from analysis_reference import connection_facts, measure_transfer
 from bulk_capture import write_bulk
 from captures_gen import Scenario, write_scenario
 
 from harness.analysis import CaptureAnalysis, load_capture
 from harness.analysis.capture import TsharkStream, read_capture
-from harness.analysis.facts import Facts, _bounds, connection_facts
+from harness.analysis.facts import Facts, _bounds
 from harness.analysis.frames import segments, select_connection
 from harness.analysis.scan import CaptureScan
 from harness.analysis.sides import other_side
-from harness.analysis.transfer import measure_transfer
 from harness.analysis.verdict import judge
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def test_streamed_figures_equal_a_full_read_on_a_stored_capture(name):
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_figures_on_columns_equal_the_segment_reference(tmp_path, name):
-    """``flow``/``flow_transfer`` on numpy columns give what ``facts``/``transfer`` give on Segment objects."""
+    """``flow``/``flow_transfer`` on numpy columns give what ``analysis_reference`` gives on Segment objects."""
     scenario, captured_at = SCENARIOS[name]
     path = write_scenario(tmp_path / f"{name}.pcap", scenario)
     for device_ip in ("10.77.0.2", None):

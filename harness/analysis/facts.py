@@ -2,8 +2,8 @@
 
 Every fact comes from Wireshark's own TCP dissection (tshark): options, scaled windows, relative
 sequence numbers, retransmission/duplicate-ACK/zero-window flags, ACK RTTs, bytes in flight.
-This module groups, times and counts those fields per side; ``transfer`` does the same for the
-data direction; ``verdict.judge`` reads the result.
+This module holds the facts' types; ``flow`` groups, times and counts those fields per side,
+``flow_transfer`` does the same for the data direction; ``verdict.judge`` reads the result.
 
 Device and peer. netrepro captures at the device. The device is the endpoint whose address the
 caller gives (``device_ip``); without it, the endpoint nearest the capture point, judged by how
@@ -13,16 +13,14 @@ server (the side that answered the SYN). ``device_identified_by`` says which rul
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.capture import Row
-from harness.analysis.frames import ACK, RST, SYN, CaptureFacts, Endpoint, Segment
+from harness.analysis.frames import CaptureFacts, Endpoint, Segment
 from harness.analysis.scan import CaptureScan
-from harness.analysis.series import thin
 from harness.analysis.sides import PerSide, other_side
 from harness.analysis.transfer import TransferFacts
 from harness.core.errors import NetreproError
@@ -106,28 +104,23 @@ class ConnectionFacts:
 # ------------------------------------------------------------------ who is who
 
 
-def _near_side(segs: list[Segment], syn: Segment | None, synack: Segment | None) -> tuple[int | None, str]:
-    """The endpoint next to the capture point: it answers quickly, the far one a round trip later."""
-    votes = []
-    if syn is not None and synack is not None and synack.t >= syn.t:
-        ack3 = next((s for s in segs if s.side == syn.side and s.t >= synack.t and s.flags & ACK
-                     and not s.flags & SYN), None)
-        if ack3 is not None:
-            server_turn, client_turn = synack.t - syn.t, ack3.t - synack.t
-            lo, hi = sorted((server_turn, client_turn))
-            if hi >= 2 * lo and hi - lo >= 20e-6:
-                side = synack.side if server_turn < client_turn else syn.side
-                votes.append((side, f"handshake: server answered in {server_turn * 1e3:.2f} ms, "
-                                    f"client in {client_turn * 1e3:.2f} ms"))
-    med = []
-    for side in (0, 1):
-        samples = [s.ack_rtt for s in segs if s.side == side and s.ack_rtt is not None and not s.flags & SYN]
-        med.append(statistics.median(samples) if samples else None)
+def _handshake_vote(syn: Segment, synack: Segment, ack3_t: float) -> tuple[int, str] | None:
+    """The handshake's vote for the near end: it answered at once, the far one a round trip later."""
+    server_turn, client_turn = synack.t - syn.t, ack3_t - synack.t
+    lo, hi = sorted((server_turn, client_turn))
+    if hi >= 2 * lo and hi - lo >= 20e-6:
+        side = synack.side if server_turn < client_turn else syn.side
+        return side, f"handshake: server answered in {server_turn * 1e3:.2f} ms, client in {client_turn * 1e3:.2f} ms"
+    return None
+
+
+def _near_by_votes(votes: list[tuple[int, str]], med: list[float | None]) -> tuple[int | None, str]:
+    """The near end from the handshake's vote and each side's median ACK RTT: the end every vote names."""
     if med[0] is not None and med[1] is not None:
         lo, hi = sorted(med)
         if hi >= 2 * lo and hi - lo >= 20e-6:
             side = 0 if med[0] < med[1] else 1
-            votes.append((side, f"ACKs: {med[side] * 1e3:.2f} ms vs {med[1 - side] * 1e3:.2f} ms median"))
+            votes = [*votes, (side, f"ACKs: {med[side] * 1e3:.2f} ms vs {med[1 - side] * 1e3:.2f} ms median")]
     sides = {v[0] for v in votes}
     if len(sides) == 1:
         return votes[0][0], "; ".join(v[1] for v in votes)
@@ -168,15 +161,6 @@ class _Roles:
         return self.device if side == "device" else 1 - self.device
 
 
-def _roles(segs: list[Segment], ends: list[Endpoint], device_ip: str | None, captured_at: str | None,
-           syn: Segment | None, synack: Segment | None) -> _Roles:
-    near, near_why = _near_side(segs, syn, synack)
-    device, identified_by = _device_side(ends, device_ip, near, near_why, synack)
-    if captured_at is not None:  # the caller knows where it captured: no need to judge from the timing
-        near = device if captured_at == "device" else 1 - device
-    return _Roles(device, near, identified_by)
-
-
 # ------------------------------------------------------------------ per side
 
 
@@ -197,47 +181,6 @@ def _handshake(syn: Segment | None, synack: Segment | None, roles: _Roles) -> Ha
     return Handshake(syn_seen, option("mss"), window_scale, option("sack"), option("win"), option("ts"), scaling)
 
 
-def _windows(segs: list[Segment], index: int) -> tuple[WindowStats, tuple[tuple[float, int], ...]]:
-    """The window one side advertised in its ACKs, and when."""
-    acks = [s for s in segs if s.side == index and s.flags & ACK and not s.flags & (SYN | RST)]
-    stats = WindowStats(count=len(acks))
-    if acks:
-        wins = [s.win for s in acks]
-        stats.values = Counter(wins)
-        stats.min, stats.max = min(wins), max(wins)
-        stats.median = statistics.median(wins)
-        stats.unknown_scale = any(s.scale == -1 for s in acks)
-    return stats, thin([(s.t, s.win) for s in acks])
-
-
-def _segments_per_ack(segs: list[Segment], index: int) -> float | None:
-    """The other side's data segments per ACK of this side that moved the ACK number."""
-    data_in = 0
-    data_end = None  # end of the other side's payload so far: ACKs of a bare FIN do not count
-    last = None
-    advancing = 0
-    for s in segs:
-        if s.side != index:
-            if s.len > 0 and not s.keepalive:
-                data_in += 1
-                data_end = s.nxt if data_end is None else max(data_end, s.nxt)
-            continue
-        if not s.flags & ACK or s.flags & SYN:
-            continue
-        if last is not None and s.ack > last and data_end is not None and s.ack <= data_end:
-            advancing += 1
-        last = s.ack if last is None else max(last, s.ack)
-    return round(data_in / advancing, 3) if data_in and advancing else None
-
-
-def _sender(segs: list[Segment]) -> int | None:
-    """The end (0/1) that sent most payload (first transmissions); None when neither sent any."""
-    sent = [sum(s.len for s in segs if s.side == side and not s.retrans) for side in (0, 1)]
-    if max(sent) == 0:
-        return None
-    return 0 if sent[0] >= sent[1] else 1
-
-
 def _warnings(roles: _Roles, handshake: Handshake, lost_segments: int) -> tuple[str, ...]:
     out = []
     if roles.near is None:
@@ -250,39 +193,6 @@ def _warnings(roles: _Roles, handshake: Handshake, lost_segments: int) -> tuple[
         out.append(f"{lost_segments} gaps where tshark saw a segment missing from the capture "
                    "(not captured, or lost before the capture point)")
     return tuple(out)
-
-
-def connection_facts(segs: list[Segment], ends: list[Endpoint], conn: int, device_ip: str | None,
-                     captured_at: str | None) -> tuple[ConnectionFacts, _Roles, int | None]:
-    """The connection's facts, who is who, and the end (0/1) that sent the data (None: no payload)."""
-    syn = next((s for s in segs if s.flags & SYN and not s.flags & ACK), None)
-    synack = next((s for s in segs if s.flags & SYN and s.flags & ACK), None)
-    irtt = next((s.irtt for s in segs if s.irtt is not None), None)
-    roles = _roles(segs, ends, device_ip, captured_at, syn, synack)
-    handshake = _handshake(syn, synack, roles)
-    windows = PerSide.of(lambda side: _windows(segs, roles.index(side)))
-
-    def per_side(count: Any) -> PerSide[Any]:
-        return PerSide.of(lambda side: count(roles.index(side)))
-
-    lost = sum(s.lost for s in segs)
-    snd = _sender(segs)
-    facts = ConnectionFacts(
-        device=ends[roles.device], peer=ends[1 - roles.device], device_identified_by=roles.identified_by,
-        capture_near=roles.name(roles.near) if roles.near is not None else "device",
-        sender=None if snd is None else roles.name(snd),
-        handshake=handshake, initial_rtt_ms=None if irtt is None else irtt * 1e3, duration_s=segs[-1].t,
-        windows=windows.map(lambda w: w[0]), window_series=windows.map(lambda w: w[1]),
-        retransmissions=sum(s.retrans for s in segs), fast_retransmissions=sum(s.fast for s in segs),
-        spurious_retransmissions=sum(s.spurious for s in segs), window_full=sum(s.winfull for s in segs),
-        out_of_order=sum(s.ooo for s in segs), lost_segments=lost,
-        dup_acks=per_side(lambda i: sum(s.dupack for s in segs if s.side == i)),
-        zero_windows=per_side(lambda i: sum(s.zerowin for s in segs if s.side == i)),
-        segments_per_ack=per_side(lambda i: _segments_per_ack(segs, i)),
-        empty_reason=f"connection {conn} carries no payload" if snd is None else None,
-        warnings=_warnings(roles, handshake, lost),
-    )
-    return facts, roles, snd
 
 
 # ------------------------------------------------------------------ the capture, measured

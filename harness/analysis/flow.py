@@ -1,8 +1,8 @@
 """One connection's frames as numpy columns, and its facts measured on them (no object per frame).
 
-``facts.connection_facts`` and ``transfer.measure_transfer`` read a list of ``Segment`` objects
-(about 0.4 kB a frame, plus the lists built from it); they stay as the reference the tests hold
-this module to. Here the same figures come from the scan's compact columns
+The analysis once read a list of ``Segment`` objects (about 0.4 kB a frame, plus the lists built
+from it); that implementation stays in the tests (``tests/analysis_reference.py``) as the reference
+they hold this module to. Here the same figures come from the scan's compact columns
 (``scan.ConnectionColumns``, about 50 bytes a frame) read in place as numpy arrays, every step
 vectorised or looping only over what is rare (pauses, the handshake): the numbers are the same,
 operation for operation (sums of floats in the same order, medians and percentiles of the same
@@ -21,6 +21,8 @@ from harness.analysis.facts import (
     WindowStats,
     _device_side,
     _handshake,
+    _handshake_vote,
+    _near_by_votes,
     _Roles,
     _warnings,
 )
@@ -123,29 +125,15 @@ def pairs(index: np.ndarray, *columns: np.ndarray) -> tuple[tuple, ...]:
 
 
 def _near_side(f: Flow, syn: Segment | None, synack: Segment | None) -> tuple[int | None, str]:
-    """``facts._near_side`` on columns."""
+    """The reference's ``_near_side`` on columns."""
     votes = []
     if syn is not None and synack is not None and synack.t >= syn.t:
         match = (f.side == syn.side) & (f.t >= synack.t) & ((f.flags & ACK) != 0) & ((f.flags & SYN) == 0)
         hits = np.flatnonzero(match)
-        if len(hits):
-            ack3_t = f.t[hits[0]].item()
-            server_turn, client_turn = synack.t - syn.t, ack3_t - synack.t
-            lo, hi = sorted((server_turn, client_turn))
-            if hi >= 2 * lo and hi - lo >= 20e-6:
-                side = synack.side if server_turn < client_turn else syn.side
-                votes.append((side, f"handshake: server answered in {server_turn * 1e3:.2f} ms, "
-                                    f"client in {client_turn * 1e3:.2f} ms"))
+        vote = _handshake_vote(syn, synack, f.t[hits[0]].item()) if len(hits) else None
+        votes = [vote] if vote is not None else []
     med = [median_of(f.ack_rtt((f.side == side) & ((f.flags & SYN) == 0))) for side in (0, 1)]
-    if med[0] is not None and med[1] is not None:
-        lo, hi = sorted(med)
-        if hi >= 2 * lo and hi - lo >= 20e-6:
-            side = 0 if med[0] < med[1] else 1
-            votes.append((side, f"ACKs: {med[side] * 1e3:.2f} ms vs {med[1 - side] * 1e3:.2f} ms median"))
-    sides = {v[0] for v in votes}
-    if len(sides) == 1:
-        return votes[0][0], "; ".join(v[1] for v in votes)
-    return None, "ambiguous" if votes else "no timing evidence"
+    return _near_by_votes(votes, med)
 
 
 def _roles(f: Flow, device_ip: str | None, captured_at: str | None) -> _Roles:
@@ -167,7 +155,7 @@ def _counter(values: np.ndarray) -> Counter:
 
 
 def _windows(f: Flow, index: int) -> tuple[WindowStats, tuple[tuple[float, int], ...]]:
-    """``facts._windows`` on columns."""
+    """The reference's ``_windows`` on columns."""
     acks = np.flatnonzero((f.side == index) & ((f.flags & ACK) != 0) & ((f.flags & (SYN | RST)) == 0))
     stats = WindowStats(count=len(acks))
     if len(acks):
@@ -181,7 +169,7 @@ def _windows(f: Flow, index: int) -> tuple[WindowStats, tuple[tuple[float, int],
 
 
 def _segments_per_ack(f: Flow, index: int) -> float | None:
-    """``facts._segments_per_ack`` on columns: the running ends as cumulative maxima."""
+    """The reference's ``_segments_per_ack`` on columns: the running ends as cumulative maxima."""
     other_data = (f.side != index) & (f.len > 0) & ~f.has("keepalive")
     data_in = int(np.count_nonzero(other_data))
     data_end = np.maximum.accumulate(np.where(other_data, f.nxt.astype(np.int64), -1))  # -1: none yet
@@ -204,7 +192,7 @@ def _sender(f: Flow) -> int | None:
 
 def connection_facts(f: Flow, conn: int, device_ip: str | None,
                      captured_at: str | None) -> tuple[ConnectionFacts, _Roles, int | None]:
-    """``facts.connection_facts`` on columns: the same facts, roles and sending end."""
+    """The reference's ``connection_facts`` on columns: the same facts, roles and sending end."""
     roles = _roles(f, device_ip, captured_at)
     handshake = _handshake(f.syn, f.synack, roles)
     windows = PerSide.of(lambda side: _windows(f, roles.index(side)))

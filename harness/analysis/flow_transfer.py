@@ -1,6 +1,8 @@
-"""``transfer.measure_transfer`` on a connection's numpy columns (``flow.Flow``): the same facts, no object per frame.
+"""The data direction's facts (``transfer.TransferFacts``) on a connection's numpy columns (``flow.Flow``):
+no object per frame.
 
-Each step mirrors its namesake in ``transfer`` (read there for what it means); here a search over the
+Each step mirrors its namesake in the Segment reference the tests hold it to
+(``tests/analysis_reference.py``; ``transfer`` says what the figures mean); here a search over the
 ACKs is ``np.searchsorted`` (``bisect`` on the same sorted times), a running maximum
 ``np.maximum.accumulate``, and a sum of floats ``np.cumsum`` (left to right, as the ``+=`` loops).
 """
@@ -204,7 +206,7 @@ def _thin_sum(when: np.ndarray, nbytes: np.ndarray, limit: int = LIMIT) -> tuple
 
 
 def _pause_threshold(gaps: np.ndarray, rtt: float | None, seg_size: int, link_rate_bps: float | None) -> float:
-    """``transfer._pause_threshold`` of the gaps' array."""
+    """The reference's ``_pause_threshold`` of the gaps' array."""
     tau = max(0.5e-3, 0.2 * rtt if rtt else 0.0)
     if link_rate_bps:
         return max(tau, 1.5 * (seg_size + HEADERS + OVERHEAD) * 8 / link_rate_bps)
@@ -255,7 +257,7 @@ def _zero_window_time(f: Flow, a: np.ndarray, end: float) -> float:
 
 
 def find_plateau(t: np.ndarray, values: np.ndarray, seg: int) -> Plateau | None:
-    """``transfer.find_plateau`` on columns."""
+    """The reference's ``find_plateau`` on columns (``transfer.Plateau``)."""
     if not len(values) or not seg:
         return None
     ceiling = percentile_of(values, 95) or 0.0
@@ -289,7 +291,7 @@ def _index(mask: np.ndarray) -> np.ndarray:
 
 def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None, interval_s: float,
                      link_rate_bps: float | None) -> TransferFacts:
-    """``transfer.measure_transfer`` of the data sent by side `snd`, on columns."""
+    """The facts of the data sent by side `snd`, on columns."""
     d = _index((f.side == snd) & (f.len > 0) & ~f.has("keepalive"))
     a = _index((f.side != snd) & ((f.flags & ACK) != 0) & ((f.flags & RST) == 0))
     seg_size = int(f.len[d].max())
