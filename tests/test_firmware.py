@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
-from harness.rig.build import FirmwareConfig, build_firmware, lwip_tree
+from harness.rig.build import FirmwareConfig, build_firmware, firmware_key, lwip_tree
 from harness.rig.engine import QemuEngine
 from harness.rig.platform import load_platform
 from harness.rig.profile import resolve_profile
@@ -108,8 +108,12 @@ def test_a_users_own_lwip_tree_is_built_and_a_wrong_one_is_named(n6, tree, tmp_p
     shutil.copytree(tree, fork, ignore=shutil.ignore_patterns("doc", "test", "contrib", "debian"))
     init_h = fork / "src" / "include" / "lwip" / "init.h"
     init_h.write_text(re.sub(r"(#define LWIP_VERSION_REVISION\s+)\d+", r"\g<1>9", init_h.read_text()))
-    firmware = build_firmware(FirmwareConfig(n6, resolve_profile(n6, "mp-n6-after"), lwip_tree(fork)))
-    assert firmware.lwip_version == "2.1.9" and firmware.rebuilt
+    forked = FirmwareConfig(n6, resolve_profile(n6, "mp-n6-after"), lwip_tree(fork))
+    firmware = build_firmware(forked)
+    # its own image: a key of its own (a fork built before on this machine, wherever it was, is reused)
+    stock = FirmwareConfig(n6, resolve_profile(n6, "mp-n6-after"), tree)
+    assert firmware.lwip_version == "2.1.9" and firmware_key(forked) != firmware_key(stock)
+    assert firmware.elf.parent.name == firmware_key(forked)
     engine, console = _boot(n6, firmware, tmp_path)
     with engine:
         assert console.banner.lwip == "2.1.9" and console.opts()["TCP_WND"] == 46720
