@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fake_ray import FakeRay
 
 import harness.studies.bisect as bisect_module
 from harness.core.errors import NetreproError
@@ -53,29 +54,11 @@ def _result(commit: str, run_dir: str) -> RunResult:
                      throughput_mbps=_figure(commit), status="passed")
 
 
-class _Ref:
-    def __init__(self, task) -> None:
-        self.task = task
-
-
-class _Ray:
+class _Ray(FakeRay):
     """Ray's remote/wait/get: a task's run is the figure of the commit its firmware was built from."""
 
-    def __init__(self) -> None:
-        self.started: list[str] = []
-
-    def remote(self, **_options):
-        outer = self
-
-        class Remote:
-            @staticmethod
-            def remote(task):
-                outer.started.append(task.plan.firmware.key)
-                return _Ref(task)
-        return lambda fn: Remote
-
-    def wait(self, refs, num_returns, timeout):
-        return refs[:num_returns], refs[num_returns:]
+    def name(self, task) -> str:
+        return task.plan.firmware.key
 
     def get(self, ref, timeout):
         run = _result(ref.task.plan.firmware.key, ref.task.run_dir)

@@ -10,6 +10,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from fake_ray import FakeRay
 from reproduce_helpers import _document, _run, case
 
 from harness.core.errors import NetreproError
@@ -39,30 +40,14 @@ def test_the_default_is_what_the_machine_holds_and_never_more_than_the_runs():
         planned_jobs(0, runs=3)
 
 
-class _Ref:
-    def __init__(self, task) -> None:
-        self.task = task
-
-
-class _Ray:
+class _Ray(FakeRay):
     """Ray's remote/wait/get for plan tasks: each run returns a RunResult, or fails as `failing` says; a task
     that asks for no analysis (RunTask.analyse False) comes back unanalysed, with its transfers."""
 
     def __init__(self, failing: set[str]) -> None:
-        self.failing, self.started, self.analysed_here = failing, [], []
+        super().__init__()
+        self.failing, self.analysed_here = failing, []
 
-    def remote(self, **_options):
-        outer = self
-
-        class Remote:
-            @staticmethod
-            def remote(task):
-                outer.started.append(task.key)
-                return _Ref(task)
-        return lambda fn: Remote
-
-    def wait(self, refs, num_returns, timeout):
-        return refs[:num_returns], refs[num_returns:]
 
     def get(self, ref, timeout):
         if ref.task.key in self.failing:

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fake_ray import FakeRay
 from test_sensitivity import DEVICE, _n6_document, fake_n6
 
 import harness.studies.sensitivity as sensitivity_module
@@ -18,30 +19,12 @@ from harness.studies.reproduce import Setup, reproduce
 from harness.studies.sensitivity import format_sensitivity, sensitivity
 
 
-class _Ref:
-    def __init__(self, task) -> None:
-        self.task = task
-
-
-class _Ray:
+class _Ray(FakeRay):
     """Ray's remote/wait/get: each task's run is fake_n6 of the setup its plan was made from, analysed (the
     plan's analysis may not overlap, so the worker analyses it in its place)."""
 
-    def __init__(self) -> None:
-        self.started: list[str] = []
-
-    def remote(self, **_options):
-        outer = self
-
-        class Remote:
-            @staticmethod
-            def remote(task):
-                outer.started.append(task.run_dir)
-                return _Ref(task)
-        return lambda fn: Remote
-
-    def wait(self, refs, num_returns, timeout):
-        return refs[:num_returns], refs[num_returns:]
+    def name(self, task) -> str:
+        return task.run_dir
 
     def get(self, ref, timeout):
         try:
