@@ -107,20 +107,10 @@ class Bench:
             if sock:
                 sock.close()
 
-    @contextlib.contextmanager
     def frozen(self):
         """Hold the link (SIGSTOP) while a burst is queued in its socket, so that the link takes
         the whole burst in at once, however slowly this process sends it."""
-        pid = self.link.pid
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            deadline = time.monotonic() + 2
-            while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
-                assert time.monotonic() < deadline, "the link did not stop"
-                time.sleep(0.001)
-            yield
-        finally:
-            os.kill(pid, signal.SIGCONT)
+        return frozen(self.link.pid)
 
     def from_device(self, frame: bytes) -> int:
         """Send as the device; returns the wall-clock send time in ns."""
@@ -170,6 +160,20 @@ class Bench:
                 return counters
             time.sleep(0.01)
 
+
+
+@contextlib.contextmanager
+def frozen(pid: int):
+    """Hold process pid (SIGSTOP) until the block ends, once it has stopped."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 2
+        while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert time.monotonic() < deadline, "the process did not stop"
+            time.sleep(0.001)
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def one_way(**kwargs) -> Direction:

@@ -45,6 +45,11 @@ class DirectionCounters:
     bus_s: float = 0.0
     bus_transfers: int = 0
     bus_queue_hwm_pkts: int = 0
+    # the frames read from this direction's input with the kernel's time of their arrival (a socket's receive
+    # stamp, or the time the peer's kernel sent them into the tap), and those given the time the link read them
+    # (no stamp the link could use): a busy host that wakes the link late delays only the second kind
+    arrivals_kernel_stamped: int = 0
+    arrivals_stamped_on_read: int = 0
 
     @property
     def dropped_total(self) -> int:

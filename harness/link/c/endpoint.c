@@ -5,6 +5,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -37,31 +40,102 @@ static void set_bufs(int fd)
     setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
 }
 
-/* read one datagram; *arrival is its kernel receive time on our clock (ns since lt->t0)
-   when the kernel gave one that makes sense, else now */
-ssize_t recv_stamped(struct link_time *lt, int fd, uint8_t *buf, size_t cap, ns_t *arrival)
+/* A stamp older than this is not believed (a step of the wall clock would make one nonsense); a link held this
+   long by the host is a stall, which the board's clock records anyway. */
+#define STAMP_AGE_MAX_NS 1000000000
+
+/* *arrival: the link time of a frame the kernel stamped ts (CLOCK_REALTIME), read at rt_now (m: monotonic since
+   start) when link time was now; 0 (and *arrival untouched) when the stamp makes no sense (a wall-clock step) */
+static int link_time_of_stamp(const struct link_time *lt, const struct timespec *ts, const struct timespec *rt_now,
+                              ns_t m, ns_t now, ns_t *arrival)
+{
+    ns_t age = ((ns_t)rt_now->tv_sec - ts->tv_sec) * NS_PER_S + (rt_now->tv_nsec - ts->tv_nsec);
+    if (age < 0 || age >= STAMP_AGE_MAX_NS)
+        return 0;
+    double then = link_then(lt, m - age);
+    *arrival = then < (double)now ? (ns_t)then : now;
+    return 1;
+}
+
+/* the kernel's SO_TIMESTAMPNS of a message received, if it carries one */
+static int message_stamp(struct msghdr *mh, struct timespec *ts)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
+            memcpy(ts, CMSG_DATA(c), sizeof(*ts));
+            return 1;
+        }
+    return 0;
+}
+
+/* read one stamp from the tap's packet socket into the ring's next slot; 0: none waiting */
+static int tap_read_ahead(struct endpoint *e)
+{
+    struct tap_stamp *s = &e->ahead[(e->ahead_first + e->ahead_n) % TAP_STAMPS];
+    char cbuf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(struct tpacket_auxdata)) + 64];
+    struct iovec iov = {s->head, sizeof(s->head)};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    ssize_t r = recvmsg(e->stamp_fd, &mh, MSG_DONTWAIT);
+    if (r < 0)
+        return 0;
+    s->snap = (uint32_t)r; /* the filter cut the frame to TAP_STAMP_SNAP: its length is in the auxiliary data */
+    s->len = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA) {
+            struct tpacket_auxdata aux;
+            memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+            s->len = aux.tp_len;
+        }
+    if (s->len && message_stamp(&mh, &s->ts))
+        e->ahead_n++; /* else the slot stays free: the next read takes it */
+    return 1;
+}
+
+/* the stamp of the frame just read from the tap: the first one ahead with its length and head; those before it
+   were frames the tap did not keep (its queue was full).  NULL: the packet socket lost it, or gave it none. */
+static const struct tap_stamp *tap_stamp_of(struct endpoint *e, const uint8_t *frame, size_t len)
+{
+    for (int reads = 0; reads <= 2 * TAP_STAMPS;) {
+        for (int i = 0; i < e->ahead_n; i++) {
+            const struct tap_stamp *s = &e->ahead[(e->ahead_first + i) % TAP_STAMPS];
+            if (s->len == len && memcmp(s->head, frame, s->snap) == 0) {
+                e->ahead_first = (e->ahead_first + i + 1) % TAP_STAMPS;
+                e->ahead_n -= i + 1;
+                return s; /* its slot is free now but not written before the next call */
+            }
+        }
+        if (e->ahead_n == TAP_STAMPS) { /* none of them: the oldest cannot be this frame's or a later one's */
+            e->ahead_first = (e->ahead_first + 1) % TAP_STAMPS;
+            e->ahead_n--;
+        }
+        if (!tap_read_ahead(e))
+            return NULL;
+        reads++;
+    }
+    return NULL;
+}
+
+/* read one frame from input e; *arrival is the link time the kernel received it (a socket's datagram) or sent
+   it into the tap (its packet socket's stamp) when the kernel gave one that makes sense, else now */
+ssize_t recv_stamped(struct link_time *lt, struct endpoint *e, uint8_t *buf, size_t cap, ns_t *arrival)
 {
     char cbuf[CMSG_SPACE(sizeof(struct timespec)) + 64];
     struct iovec iov = {buf, cap};
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-    ssize_t r = recvmsg(fd, &mh, MSG_DONTWAIT);
+    ssize_t r = e->is_tap ? read(e->fd, buf, cap) : recvmsg(e->fd, &mh, MSG_DONTWAIT);
     if (r < 0)
         return r;
-    struct timespec rt_now;
+    struct timespec rt_now, ts;
     ns_t m = clock_pair(&rt_now, 1) - lt->t0; /* a frame: one read around, its error is this frame's alone */
     ns_t now = link_now(lt);
+    const struct tap_stamp *s = NULL;
+    int stamped = e->is_tap ? (e->stamp_fd >= 0 && (s = tap_stamp_of(e, buf, (size_t)r)) != NULL)
+                            : message_stamp(&mh, &ts);
     *arrival = now;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS)
-            continue;
-        struct timespec ts;
-        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-        ns_t age = ((ns_t)rt_now.tv_sec - ts.tv_sec) * NS_PER_S + (rt_now.tv_nsec - ts.tv_nsec);
-        if (age >= 0 && age < 50000000) { /* a wall-clock step would make it nonsense: then use now */
-            double then = link_then(lt, m - age);
-            *arrival = then < (double)now ? (ns_t)then : now;
-        }
-    }
+    if (stamped && link_time_of_stamp(lt, s ? &s->ts : &ts, &rt_now, m, now, arrival))
+        e->kernel_stamped++;
+    else
+        e->read_stamped++;
     return r;
 }
 
@@ -71,6 +145,7 @@ void endpoint_unix(struct endpoint *e, const char *what, const char *local, cons
     struct sockaddr_un sa;
     socklen_t sl = fill_sun(&sa, local, opt_local);
     e->what = what;
+    e->stamp_fd = -1;
     e->remote_len = fill_sun(&e->remote, remote, opt_remote);
     e->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (e->fd < 0)
@@ -229,6 +304,39 @@ static void tap_configure(const char *name, const char *cidr, int mtu)
     close(s);
 }
 
+/* a packet socket on the tap that keeps the head and the kernel's transmit time of each frame sent into it
+   (PACKET_OUTGOING only, by a filter); -1 when the kernel will not give one (then frames are stamped when read) */
+static int tap_stamps_open(const char *name)
+{
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    if (fd < 0) {
+        fprintf(stderr, "netrepro-link: no packet socket on %s (%s): its frames are stamped when read\n", name,
+                strerror(errno));
+        return -1;
+    }
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, TAP_STAMP_SNAP),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+                              .sll_ifindex = (int)if_nametoindex(name)};
+    int on = 1, sz = 1 << 20;
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0 ||
+        bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) != 0 ||
+        setsockopt(fd, SOL_PACKET, PACKET_AUXDATA, &on, sizeof(on)) != 0) {
+        fprintf(stderr, "netrepro-link: cannot watch %s's frames (%s): they are stamped when read\n", name,
+                strerror(errno));
+        close(fd);
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    return fd;
+}
+
 /* the peer side as a tap, configured (address, MTU) when asked */
 void endpoint_tap(struct endpoint *e, const char *name, const char *cidr, int mtu)
 {
@@ -237,4 +345,6 @@ void endpoint_tap(struct endpoint *e, const char *name, const char *cidr, int mt
     e->fd = tap_open(name);
     if (cidr || mtu)
         tap_configure(name, cidr, mtu);
+    e->stamp_fd = tap_stamps_open(name);
+    e->ahead = xmalloc(TAP_STAMPS * sizeof(*e->ahead));
 }

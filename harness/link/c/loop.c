@@ -57,12 +57,7 @@ static void drain_input(struct link *L, int k)
     for (int b = 0; b < READ_BATCH; b++) {
         ssize_t r;
         ns_t t = 0;
-        if (e->is_tap) {
-            r = read(e->fd, L->buf, sizeof(L->buf));
-            t = link_now(&L->time);
-        } else {
-            r = recv_stamped(&L->time, e->fd, L->buf, sizeof(L->buf), &t);
-        }
+        r = recv_stamped(&L->time, e, L->buf, sizeof(L->buf), &t);
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return;

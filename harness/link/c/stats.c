@@ -14,6 +14,7 @@ static void write_dir(FILE *f, struct link *L, int i, ns_t now)
 {
     const double dilation = L->time.dilation;
     struct dir *d = &L->dirs[i];
+    const struct endpoint *in = i == TO_PEER ? &L->dev : &L->peer;
     q_advance(d, now);
     fprintf(f,
             ",\n  \"%s\": {\n    \"frames_in\": %" PRIu64 ",\n    \"bytes_in\": %" PRIu64
@@ -26,12 +27,13 @@ static void write_dir(FILE *f, struct link *L, int i, ns_t now)
             "},\n    \"queue_hwm_pkts\": %" PRIu64 ",\n    \"queue_hwm_bytes\": %" PRIu64
             ",\n    \"queue_pkts\": %zu,\n    \"in_flight\": %zu,\n    \"late_us_mean\": %.3f,\n"
             "    \"late_us_max\": %.3f,\n    \"late_over_100us\": %" PRIu64 ",\n    \"overflow\": \"%s\",\n"
-            "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d",
+            "    \"out_sndbuf_bytes\": %d,\n    \"sock_frames\": %d,\n    \"arrivals_kernel_stamped\": %" PRIu64
+            ",\n    \"arrivals_stamped_on_read\": %" PRIu64,
             d->hwm_pkts, d->hwm_bytes, L->air.on ? (size_t)d->aq_wait : d->q_n,
             d->heap_n + d->aq_n + (i == TO_DEVICE ? L->bus.p_n : 0),
             d->late_n ? d->late_sum_ns / d->late_n / 1e3 / dilation : 0.0, d->late_max_ns / 1e3 / dilation,
             d->late_over_100us, d->c.overflow, d->out->sndbuf,
-            d->out->sock_frames);
+            d->out->sock_frames, in->kernel_stamped, in->read_stamped);
     if (L->air.on) /* the air: link time its turns took, the turns, the MPDUs sent again */
         fprintf(f, ",\n    \"airtime_s\": %.9f,\n    \"txops\": %" PRIu64 ",\n    \"air_retries\": %" PRIu64,
                 d->airtime_ns / 1e9 / dilation, d->txops, d->air_retries);
