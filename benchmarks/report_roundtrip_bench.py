@@ -5,7 +5,8 @@
 
 Writes benchmarks/results/report-roundtrip.json and .md: per variant (the capture at the device's side, at
 the peer's, over a lossy link) what the capture reads back against what the link was set to (RTT, rate,
-loss), the capture's throughput against the reproduction's median, and the comparison reproduce prints.
+loss, and the drop list that replays the capture's losses where they were with the frames each reproduction
+dropped by it), the capture's throughput against the reproduction's median, and the comparison reproduce prints.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.analysis.against import CaptureComparison, format_comparison  # noqa: E402
-from harness.link import parse_rate, parse_time  # noqa: E402
+from harness.link import parse_drop_list, parse_rate, parse_time  # noqa: E402
 from harness.studies.report_file import load_report  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -51,7 +52,10 @@ def variant(name: str, extra: list[str], folder: Path, repeats: int, seconds: fl
     document = json.loads(netrepro("reproduce", str(out), "--json", "--quiet", "--repeats", str(repeats),
                                    "--out", str(folder / "again")))
     (again,) = document["cases"]
-    return {"variant": name, "run_throughput_mbps": run["throughput_mbps"], "run_verdict": run["analysis"]["verdict"],
+    replayed = [json.loads((Path(d) / "result.json").read_text())["link_counters"]["to_device"]["dropped"]
+                ["droplist"] for d in again["run_dirs"]]
+    return {"drop_entries": len(parse_drop_list(link.get("to_device", {}).get("drop"))), "replayed_drops": replayed,
+            "variant": name, "run_throughput_mbps": run["throughput_mbps"], "run_verdict": run["analysis"]["verdict"],
             "read_rtt_ms": round(parse_time(link["rtt"]) * 1e3, 3), "read_rate_mbps": parse_rate(link["rate"]) / 1e6,
             "read_loss_pct": loss, "capture_mbps": case["report_mbps"], "claim": case["claim"],
             "reproduced_median_mbps": again["median_mbps"], "reproduced_runs_mbps": again["runs_mbps"],
@@ -63,13 +67,15 @@ def markdown(rows: list[dict], stamp: str, minutes: float, repeats: int) -> str:
     lines = [f"# The round trip of a capture ({stamp}, {minutes:.1f} min on this machine)", "",
              f"openmv-n6 / mp-n6-after, `rx`, over `--link wifi-wire --rtt {RTT_MS:g}ms --rate {RATE_MBPS:g}mbit`; its "
              f"capture read by `report from-capture`, the report reproduced ({repeats} runs).", "",
-             "| variant | RTT read (set 13 ms) | rate read (set 17 Mbit/s) | loss read | capture Mbit/s | reproduced "
-             "median (runs) | delta % | verdict (capture / reproduced) | claims |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| variant | RTT read (set 13 ms) | rate read (set 17 Mbit/s) | loss read | drop entries (frames the "
+             "runs dropped) | capture Mbit/s | reproduced median (runs) | delta % | verdict (capture / reproduced) | "
+             "claims |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         runs = ", ".join(map(str, r["reproduced_runs_mbps"]))
         lines.append(f"| {r['variant']} | {r['read_rtt_ms']:g} ms ({_pct(r['read_rtt_ms'], RTT_MS)}) | "
                      f"{r['read_rate_mbps']:g} ({_pct(r['read_rate_mbps'], RATE_MBPS)}) | {r['read_loss_pct']:g} % | "
+                     f"{r['drop_entries']} ({', '.join(map(str, r['replayed_drops']))}) | "
                      f"{r['capture_mbps']:g} | {r['reproduced_median_mbps']:g} ({runs}) | "
                      f"{r['delta_pct']:+.1f} | {r['run_verdict']} / {r['reproduced_verdict']} | {r['claim_result']} |")
     for r in rows:

@@ -35,8 +35,10 @@ from captures_gen import (
 from conftest import assert_one_line_error, netrepro_cli
 
 from harness.analysis import CaptureReading, read_board_capture
-from harness.analysis.board_capture import densest_cluster
+from harness.analysis.board_capture import LostData, densest_cluster
 from harness.core.errors import NetreproError
+from harness.link import LinkSpec
+from harness.studies.report_file import load_report
 
 RATE = 23.3e6  # not a round figure: the estimate cannot land on it by rounding
 
@@ -59,6 +61,13 @@ def _data_frames(records: list[tuple[float, bytes]], src: str) -> int:
     """Frames from src carrying payload."""
     src_bytes = bytes(int(x) for x in src.split("."))
     return sum(1 for _, f in records if f[26:30] == src_bytes and _payload(f) > 0)
+
+
+def _lost(records: list[tuple[float, bytes]], src: str, *runs: tuple[int, int]) -> tuple[LostData, ...]:
+    """The bytes of src's segments number lo to hi (from 0) of each run: its segments are all of one size."""
+    src_bytes = bytes(int(x) for x in src.split("."))
+    size = max(_payload(f) for _, f in records if f[26:30] == src_bytes)
+    return tuple(LostData(lo * size + 1, (hi + 1) * size, hi - lo + 1) for lo, hi in runs)
 
 
 def _error(path: Path, **kw) -> str:
@@ -86,7 +95,7 @@ def test_direction_capture_side_and_rate(tmp_path, sides, capture_at, direction,
     assert r.rate_from == rate_from
     assert r.rate_bps == pytest.approx(RATE, rel=0.01)
     assert r.idle_rtt_ms == pytest.approx(13.2, abs=0.05)   # the RTT plus the two ends' 0.1 ms turn-arounds
-    assert r.loss == 0 and r.retransmissions == 0
+    assert r.loss == 0 and r.retransmissions == 0 and r.lost_data == ()
     assert r.verdict == "link-limited", r.verdict_reason
 
 
@@ -212,6 +221,7 @@ def test_loss_at_the_receiver_counts_the_holes_filled(tmp_path):
     seen = _data_frames(records, PEER_IP)
     assert r.retransmissions == 3
     assert r.loss == pytest.approx(3 / (seen + 3), abs=1e-6)
+    assert r.lost_data == _lost(records, PEER_IP, (20, 20), (300, 300), (700, 700))
 
 
 def test_loss_at_the_sender_counts_each_resent_segment_once(tmp_path):
@@ -222,7 +232,26 @@ def test_loss_at_the_sender_counts_each_resent_segment_once(tmp_path):
     sent = _data_frames(records, DEVICE_IP)
     assert r.direction == "tx" and r.retransmissions == 4 and r.analysis.spurious_retransmissions == 0
     assert r.loss == pytest.approx(3 / sent, abs=1e-6)
+    assert r.lost_data == _lost(records, DEVICE_IP, (20, 20), (300, 300), (700, 700))
     assert r.rate_bps == pytest.approx(RATE, rel=0.01)
+
+
+def test_a_report_from_a_lossy_capture_drops_what_the_capture_lost(tmp_path):
+    """The report's link replays the capture's losses where they were (seq:N-M: the bytes the sender's first
+    transmissions lost), and the link the report describes reads them back."""
+    records = simulate(_scenario(**BOARD_RECEIVES, drop=frozenset({20, 300, 301, 450})))  # 300 and 301 together
+    capture = write_pcap(tmp_path / "lossy.pcap", records)
+    out = tmp_path / "board.toml"
+    written = netrepro_cli("report", "from-capture", str(capture), "--platform", "openmv-n6", "-o", str(out))
+    assert written.returncode == 0, written.stderr
+    link = load_report(str(out))["links"]["capture"]
+    lost = _lost(records, PEER_IP, (20, 20), (300, 301), (450, 450))
+    entries = tuple(f"seq:{g.first}-{g.last}" for g in lost)
+    assert link["to_device"] == {"drop": ",".join(entries)} and "to_peer" not in link
+    spec = LinkSpec.from_preset({k: v for k, v in link.items() if k != "note"})
+    assert spec.to_device.drop == entries and spec.to_device.loss == 0
+    inputs = {i["name"]: i for i in load_report(str(out))["inputs"]}
+    assert inputs["loss of the data"]["sets"] == "report: links.capture.to_device.drop"
 
 
 # ------------------------------------------------------------------ which connection

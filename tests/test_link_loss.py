@@ -111,3 +111,45 @@ def test_unreachable_device_counts_as_drop(root):
     assert counters.to_device.dropped["unreachable"] == 3 and counters.to_device.frames_out == 0
     assert {d["reason"] for d in read_drops(b.link.drops_path)} == {"unreachable"}
     assert len(read_pcap(b.link.pcap_path)) == 0  # never handed to the device
+
+
+def test_a_long_drop_list_in_any_order_drops_exactly_its_frames(root):
+    """A capture's losses replayed (report from-capture) are thousands of entries: more than the link once held,
+    given in any order, ranges overlapping."""
+    single = list(range(4999, 0, -3))  # 1667 entries, the last frame first
+    ranges = ["frame:100-140", "frame:120-160", "frame:4990-5000"]
+    drop = tuple(f"frame:{n}" for n in single) + tuple(ranges)
+    lost, counters = _lossy_run(root / "list", one_way(drop=drop), seed=1)
+    expected = set(single) | set(range(100, 161)) | set(range(4990, 5001))
+    assert len(drop) > 1000 and sorted(lost) == sorted(expected)
+    assert counters.to_peer.dropped["droplist"] == len(expected)
+
+
+def test_seq_entries_drop_the_first_frame_carrying_those_bytes(root):
+    """seq:N counts bytes from the SYN as Wireshark does (the first byte of data is 1) and drops only a frame that
+    first carries one: never a retransmission, and a SYN that opens a connection starts the count again."""
+    spec = LinkSpec(to_device=one_way(drop=("seq:101", "seq:250-301", "seq:1")))
+    srv, dev = ("10.77.0.1", 5001), ("10.77.0.2", 40000)
+    isn = 2**32 - 150  # the sequence numbers wrap inside the transfer
+
+    def data(offset: int, size: int = 100, start: int = isn) -> bytes:
+        return tcp_frame(srv[0], dev[0], srv[1], dev[1], (start + 1 + offset) % 2**32, 101, ACK | PSH, b"x" * size)
+
+    segs = [tcp_frame(srv[0], dev[0], srv[1], dev[1], isn, 101, SYN | ACK),
+            data(0),      # bytes 1-100: seq:1 drops it
+            data(0),      # 1-100 again: a retransmission passes
+            data(100),    # 101-200: seq:101
+            data(200),    # 201-300: seq:250-301
+            data(300),    # 301-400: seq:250-301 (byte 301)
+            data(400),    # 401-500: passes
+            data(100),    # 101-200 again: passes
+            tcp_frame(srv[0], dev[0], srv[1], dev[1], 7000, 101, SYN | ACK),  # a new connection
+            data(0, start=7000)]  # its bytes 1-100: seq:1 again
+    with Bench(spec, root) as b:
+        for seg in segs:
+            b.from_peer(seg)
+        at_device = [f for _, f in b.at_device(5, timeout=0.5)]
+        counters = b.link.stop()
+    assert at_device == [segs[0], segs[2], segs[6], segs[7], segs[8]]
+    assert counters.to_device.dropped["droplist"] == 5
+    assert [d["frame"] for d in read_drops(b.link.drops_path)] == [2, 4, 5, 6, 10]

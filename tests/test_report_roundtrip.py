@@ -5,12 +5,14 @@ Taken at the device's side, at the peer's, and over a lossy link."""
 from __future__ import annotations
 
 import json
+import re
+import struct
 from pathlib import Path
 
 import pytest
 from conftest import netrepro_cli
 
-from harness.link import parse_rate, parse_time
+from harness.link import parse_drop_list, parse_rate, parse_time, read_drops, read_pcap
 from harness.studies.report_file import load_report
 from harness.studies.report_page import PAGE_LIMIT_BYTES
 
@@ -25,6 +27,42 @@ def _run(out: Path, extra: list[str]) -> dict:
                         *extra, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
+
+
+def _peer_data(run_dir: Path, device: str) -> tuple[int, int]:
+    """From a run's capture at the device: the peer's initial sequence number (its SYN-ACK's) and the end of
+    the highest byte of data the device received, relative to it."""
+    isn, top = None, 0
+    for _, frame in read_pcap(run_dir / "capture.pcap"):
+        ihl = (frame[14] & 0x0F) * 4
+        tcp = 14 + ihl
+        if frame[23] != 6 or frame[30:34] != bytes(int(x) for x in device.split(".")):
+            continue
+        seq, flags = struct.unpack_from("!I", frame, tcp + 4)[0], frame[tcp + 13]
+        payload = struct.unpack_from("!H", frame, 16)[0] - ihl - (frame[tcp + 12] >> 4) * 4
+        if flags & 0x02:
+            isn = seq
+        elif isn is not None and payload:
+            top = max(top, (seq - isn) % 2**32 + payload)
+    assert isn is not None, run_dir
+    return isn, top
+
+
+def _lost_toward_device(run_dir: Path, device: str) -> set[int]:
+    """From the link's own log: the first bytes (relative to the peer's SYN, as Wireshark numbers them) of the
+    data segments it dropped toward the device, each once."""
+    isn, _ = _peer_data(run_dir, device)
+    drops = [d["summary"] for d in read_drops(run_dir / "drops.jsonl") if d["dir"] == "to_device"]
+    return {(int(re.search(r"seq=(\d+)", d).group(1)) - isn) % 2**32 for d in drops
+            if int(re.search(r"len=(\d+)", d).group(1)) > 0}
+
+
+def _span(entry: str) -> tuple[int, int]:
+    """The bytes a drop-list entry seq:N or seq:N-M names."""
+    kind, _, span = entry.partition(":")
+    assert kind == "seq", entry
+    lo, _, hi = span.partition("-")
+    return int(lo), int(hi or lo)
 
 
 @pytest.mark.real
@@ -53,7 +91,11 @@ def test_a_capture_becomes_a_report_that_reproduces_it(tmp_path, variant, no_lef
     loss = inputs["loss of the data"]["value"] / 100
     if variant == "lossy link":
         assert loss == pytest.approx(LOSS, abs=0.0025) and "0 retransmissions" not in written.stdout
-        assert link["to_device"]["loss"].endswith("%")
+        # the report drops what the link lost, where it lost it: the bytes of each segment, nothing else
+        lost = _lost_toward_device(Path(run["run_dir"]), run["device"])
+        spans = [_span(entry) for entry in parse_drop_list(link["to_device"]["drop"])]
+        assert all(any(lo <= first <= hi for lo, hi in spans) for first in lost)
+        assert sum(hi - lo + 1 for lo, hi in spans) == len(lost) * MSS
     else:
         assert loss == 0 and " 0 retransmissions" in written.stdout
 
@@ -63,6 +105,10 @@ def test_a_capture_becomes_a_report_that_reproduces_it(tmp_path, variant, no_lef
     document = json.loads(proc.stdout)
     (again,) = document["cases"]
     assert again["median_mbps"] == pytest.approx(case["report_mbps"], rel=0.10), again
+    if variant == "lossy link":  # the reproduction lost the same data, as far as both carried it
+        replayed = _lost_toward_device(Path(again["median_run_dir"]), run["device"])
+        _, top = _peer_data(Path(again["median_run_dir"]), run["device"])
+        assert {r for r in replayed if r < top} == {r for r in lost if r < top} != set()
     rows = {r["key"]: r for r in again["against"]["comparison"]["rows"]}
     assert rows["mss"]["difference"] == rows["window"]["difference"] == "same"
     assert rows["throughput"]["theirs"] == pytest.approx(case["report_mbps"], rel=0.01)

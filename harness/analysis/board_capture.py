@@ -18,6 +18,7 @@ The estimated rate goes to the analysis as the link's rate, so its verdict can t
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 import os
@@ -76,6 +77,8 @@ class CaptureReading:
     rate_bps: float | None           # the bottleneck's rate on the wire (Ethernet's overhead counted)
     rate_from: str                   # "data spacing", "ack spacing" or "" (none)
     loss: float | None               # fraction of data segments lost
+    lost_data: tuple[LostData, ...]  # which: the bytes the sender's first transmissions lost
+    syn_seen: bool                   # the sender's SYN is in the capture: its bytes are numbered from it
     retransmissions: int
     throughput_mbps: float | None    # goodput of the transfer
     verdict: str
@@ -309,46 +312,53 @@ def estimate_rate(segs: Sequence[Segment], sender: int, capture_near: int, proto
 # ------------------------------------------------------------------ loss
 
 
-def _holes_filled(data: Sequence[Segment]) -> int:
-    """Data frames that filled a hole in the sequence space: each one stands for a segment lost on the way."""
-    top: int | None = None
-    holes: list[tuple[int, int]] = []
-    filled = 0
-    for s in data:
-        if top is None:
-            top = s.nxt
-            continue
-        if s.seq < top:
-            kept = [(lo, hi) for lo, hi in holes if hi <= s.seq or lo >= s.nxt]
-            if len(kept) < len(holes):  # it covers (part of) a hole: what it did not cover stays missing
-                filled += 1
-                for lo, hi in holes:
-                    if (lo, hi) not in kept:
-                        kept += [(lo, s.seq)] if lo < s.seq else []
-                        kept += [(s.nxt, hi)] if s.nxt < hi else []
-            holes = kept
-        elif s.seq > top:
-            holes.append((top, s.seq))
-        top = max(top, s.nxt)
-    return filled
+@dataclass(frozen=True)
+class LostData:
+    """Data the sender's first transmissions lost on the way: the bytes (relative to its SYN, as tshark numbers
+    them: the first byte of data is 1), in the frames that carried them."""
+
+    first: int
+    last: int
+    frames: int
 
 
-def data_loss(segs: Sequence[Segment], sender: int, capture_near: int) -> float | None:
-    """The share of data segments lost between sender and receiver, as this side of the link sees it.
+def lost_data(segs: Sequence[Segment], sender: int, capture_near: int) -> tuple[LostData, ...]:
+    """What the sender's first transmissions lost on the way, in sequence order.
 
-    At the receiver's side lost segments never show: each frame that fills a hole in the sequence
-    space stands for one lost, out of those seen plus those lost. At the sender's side every
-    segment shows: the segments it resent, each once (a timeout may resend what a fast retransmit
-    already repaired, and only the receiver's side sees that it was not lost again), leaving out
-    what tshark calls spurious, out of all data frames."""
+    At the receiver's side a lost frame never shows: a gap in the sequence space (a frame starting past the
+    highest byte seen) is data lost, in as many frames as the largest segment seen divides it into. At the
+    sender's side every frame shows: each segment it resent, once (a timeout may resend what a fast retransmit
+    already repaired), leaving out what tshark calls spurious, as the first frame that carried it. A lost
+    retransmission shows at neither side."""
     data = [s for s in segs if s.side == sender and s.len > 0 and not s.keepalive and not s.zwp]
     if not data:
+        return ()
+    if capture_near == sender:
+        resent = sorted({s.seq for s in data if s.retrans and not s.spurious})
+        carried: dict[int, Segment] = {}  # a resent segment's first byte -> the first frame that carried it
+        for s in data:
+            for seq in resent[bisect.bisect_left(resent, s.seq):bisect.bisect_left(resent, s.nxt)]:
+                carried.setdefault(seq, s)
+        frames = sorted({(s.seq, s.nxt - 1) for s in carried.values()})
+        return tuple(LostData(first, last, 1) for first, last in frames)
+    size = max(s.len for s in data)
+    lost: list[LostData] = []
+    top = 1 if any(s.side == sender and s.flags & SYN for s in segs) else None  # else: from the first seen
+    for s in data:
+        if top is not None and s.seq > top:
+            lost.append(LostData(top, s.seq - 1, math.ceil((s.seq - top) / size)))
+        top = s.nxt if top is None else max(top, s.nxt)
+    return tuple(lost)
+
+
+def data_loss(segs: Sequence[Segment], sender: int, capture_near: int, lost: Sequence[LostData]) -> float | None:
+    """The share of the sender's data frames lost between it and the receiver (``lost``: ``lost_data``), out
+    of those it sent: at the receiver's side those seen plus those lost, at its own side all it sent."""
+    frames = sum(1 for s in segs if s.side == sender and s.len > 0 and not s.keepalive and not s.zwp)
+    if not frames:
         return None
-    if capture_near != sender:
-        lost = _holes_filled(data)
-        return round(lost / (len(data) + lost), 6)
-    resent = {s.seq for s in data if s.retrans and not s.spurious}
-    return round(len(resent) / len(data), 6)
+    missing = sum(g.frames for g in lost)
+    return round(missing / (frames + (missing if capture_near != sender else 0)), 6)
 
 
 # ------------------------------------------------------------------ the capture, read
@@ -425,6 +435,7 @@ def _reading(file: Path, given: str, facts: Facts, segs: Sequence[Segment], side
     summary = dataclasses.replace(summary, device_identified_by=identified_by, warnings=(*summary.warnings, note))
     scaling = {"negotiated": True, "not negotiated": False}.get(summary.window_scaling)
     windows = [w for w in (summary.device_window.max, summary.syn_window.device) if w is not None]
+    lost = lost_data(segs, sides.sender, sides.near)
     return CaptureReading(
         file=given, name=file.name, sha256=file_sha256(file), frames=summary.frames,
         frames_used=(segs[0].num, segs[-1].num), stream=summary.conn or 0, device=connection.device.ip,
@@ -432,6 +443,7 @@ def _reading(file: Path, given: str, facts: Facts, segs: Sequence[Segment], side
         direction="rx" if connection.sender == "peer" else "tx", captured_at=summary.capture_near or "device",
         mss=summary.device_mss, window_max=max(windows) if windows else None, window_scaling=scaling,
         window_scale=summary.window_scale.device, idle_rtt_ms=summary.initial_rtt_ms, loaded_rtt_ms=summary.rtt_ms,
-        rate_bps=rate.bps, rate_from=rate.source, loss=data_loss(segs, sides.sender, sides.near),
+        rate_bps=rate.bps, rate_from=rate.source, loss=data_loss(segs, sides.sender, sides.near, lost), lost_data=lost,
+        syn_seen=any(s.side == sides.sender and s.flags & SYN for s in segs),
         retransmissions=summary.retransmissions, throughput_mbps=summary.goodput_mbps, verdict=summary.verdict,
         verdict_reason=summary.verdict_reason, analysis=summary)

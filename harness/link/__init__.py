@@ -58,6 +58,7 @@ from harness.link.settings import OVERFLOW_MODES, SETTINGS, Setting
 from harness.link.spec import Direction, LinkSpec
 from harness.link.units import (
     DROP_KINDS,
+    drop_entries,
     parse_count,
     parse_drop_list,
     parse_flag,
@@ -84,6 +85,7 @@ __all__ = [
     "LinkSpec",
     "Setting",
     "capture_side",
+    "drop_entries",
     "link_binary",
     "parse_count",
     "parse_drop_list",

@@ -249,7 +249,8 @@ SETTINGS: tuple[Setting, ...] = (
             cli_each="loss {way}"),
     Setting("gemodel", "gemodel", None, parse_gemodel, GeModel(),
             cli="Gilbert-Elliott loss: p,r[,1-h[,1-k]] (netem's gemodel)"),
-    Setting("drop", "drop", (), parse_drop_list, DropList(), cli_each="drop list {way} (e.g. data:3,syn:1)"),
+    Setting("drop", "drop", (), parse_drop_list, DropList(),
+            cli_each="drop list {way} (e.g. data:3,syn:1,seq:1461-2920)"),
     Setting("reorder", "reorder", False, parse_flag, Flag(),
             cli="1: jitter may reorder frames (default 0: order kept)"),
     # the device's NIC, from the platform's [nic]: its wire (frames handed over no faster) ...

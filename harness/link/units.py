@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from harness.core.errors import NetreproError
 
-DROP_KINDS = ("frame", "data", "syn", "fin", "rst", "ack", "udp")
+DROP_KINDS = ("frame", "data", "syn", "fin", "rst", "ack", "udp", "seq")
 
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z%]*)\s*$")
 
@@ -175,6 +176,10 @@ def parse_drop_list(value: Any, what: str = "drop-list entry") -> tuple[str, ...
 
     KIND is frame (every frame), data (IPv4 TCP segments with payload, retransmissions
     included), syn, fin, rst, ack (pure ACKs), or udp; N counts from 1 in that direction.
+    KIND seq names bytes, not frames: seq:N drops the frame that first carries byte N of the
+    TCP connection opened last that way (relative to its SYN, as Wireshark numbers them: the
+    first byte of data is 1), seq:N-M each frame that first carries any of bytes N to M; a
+    retransmission is never dropped by a seq entry.
     """
     if value is None or value == "":
         return ()
@@ -189,6 +194,18 @@ def parse_drop_list(value: Any, what: str = "drop-list entry") -> tuple[str, ...
             )
         out.append(item)
     return tuple(out)
+
+
+def drop_entries(kind: str, spans: Sequence[tuple[int, int]]) -> tuple[str, ...]:
+    """The drop list that names ``spans`` (first, last; from 1) of ``kind``: ``KIND:N``, or ``KIND:N-M`` for
+    spans that touch or overlap, merged."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return tuple(f"{kind}:{lo}" if lo == hi else f"{kind}:{lo}-{hi}" for lo, hi in merged)
 
 
 def fmt_float(value: float) -> str:

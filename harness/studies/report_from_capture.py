@@ -18,11 +18,12 @@ from typing import Any
 
 from harness.analysis import CaptureReading, read_board_capture
 from harness.core.errors import NetreproError
+from harness.link import drop_entries
 from harness.rig.platform import Platform, load_platform
 from harness.studies.report_check import check_report, errors_of
 from harness.studies.report_writer import Draft, Entry, Table, input_table, relative_to, write_new_file
 
-CAPTURE_LINK = "capture"   # the report's own link preset: the capture's RTT, rate and loss
+CAPTURE_LINK = "capture"   # the report's own link preset: the capture's RTT, rate and losses
 CASE = "capture"
 SECONDS = (3.0, 10.0)      # a run measures the capture's transfer time, within these board seconds
 MIN_SEGMENTS = 2           # lwIP wants a window and a send buffer of at least two segments
@@ -160,11 +161,30 @@ def _link(reading: CaptureReading) -> Table:
                      "the RTT under load (no handshake was captured)")]
     if reading.rate_bps:
         entries.append(Entry("rate", f"{_round(reading.rate_bps / 1e6)}mbit", f"the bottleneck ({reading.rate_from})"))
-    if reading.loss:
-        way = "to_device" if reading.direction == "rx" else "to_peer"
-        entries.append(Entry(way, {"loss": f"{_round(reading.loss * 100)}%"}, "the data's loss"))
+    loss = _loss_setting(reading)
+    if loss:
+        key, value, comment = loss
+        entries.append(Entry(_lossy_way(reading), {key: value}, comment))
     entries.append(Entry("note", f"the link of {reading.name}, as measured from it"))
-    return Table(f"links.{CAPTURE_LINK}", entries, "The capture's link: its RTT, its rate and its loss.")
+    return Table(f"links.{CAPTURE_LINK}", entries, "The capture's link: its RTT, its rate and its losses.")
+
+
+def _loss_setting(reading: CaptureReading) -> tuple[str, str, str] | None:
+    """The link's setting for the capture's losses (key, value, why), on the way the data crossed; None: none."""
+    if reading.lost_data and reading.syn_seen:
+        lost = drop_entries("seq", [(g.first, g.last) for g in reading.lost_data])
+        frames = sum(g.frames for g in reading.lost_data)
+        return ("drop", ",".join(lost), f"the data the capture shows lost ({frames} frames), dropped where it was: "
+                "the frames that first carry those bytes (a lost retransmission does not show)")
+    if reading.loss:
+        return ("loss", f"{_round(reading.loss * 100)}%",
+                "the data's loss, at random: without the SYN the capture cannot say which bytes")
+    return None
+
+
+def _lossy_way(reading: CaptureReading) -> str:
+    """The link's direction the data crossed."""
+    return "to_device" if reading.direction == "rx" else "to_peer"
 
 
 def _measured_inputs(reading: CaptureReading, where: dict[str, Any], wrote_profile: bool, header: str
@@ -178,7 +198,9 @@ def _measured_inputs(reading: CaptureReading, where: dict[str, Any], wrote_profi
         tables.append(input_table(f"bottleneck rate ({reading.rate_from})", _round(reading.rate_bps / 1e6),
                                   "capture", "Mbit/s", f"{sets}.rate", **where))
     if reading.loss is not None:
-        tables.append(input_table("loss of the data", _round(reading.loss * 100), "capture", "%", **where))
+        setting = _loss_setting(reading)
+        tables.append(input_table("loss of the data", _round(reading.loss * 100), "capture", "%",
+                                  f"{sets}.{_lossy_way(reading)}.{setting[0]}" if setting else None, **where))
     if wrote_profile:
         tables += [input_table("device MSS (TCP_MSS)", reading.mss, "capture", "B", f"{header}: TCP_MSS", **where),
                    input_table("device window (TCP_WND)", reading.window_max, "capture", "B", f"{header}: TCP_WND",

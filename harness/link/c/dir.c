@@ -74,12 +74,23 @@ void q_advance(struct dir *d, ns_t now)
     }
 }
 
+/* where kind k's entries start: the list is sorted by kind */
+static int first_of_kind(const struct drop_list *l, int k)
+{
+    int i = 0;
+    while (i < l->n && l->e[i].kind < k)
+        i++;
+    return i;
+}
+
 void dir_init(struct dir *d, int id, const struct dir_conf *c, uint64_t seed, double dilation, struct endpoint *out)
 {
     memset(d, 0, sizeof(*d));
     d->id = id;
     d->c = *c;
     d->out = out;
+    for (int k = 0; k < NKIND; k++)
+        d->drop_at[k] = first_of_kind(&c->drop, k);
     rng_seed(&d->rng_loss, seed, (unsigned)id, 0);
     rng_seed(&d->rng_ge, seed, (unsigned)id, 1);
     rng_seed(&d->rng_jitter, seed, (unsigned)id, 2);
@@ -141,12 +152,33 @@ ns_t dir_due(struct dir *d, double dep)
     return due;
 }
 
+/* a TCP frame's bytes as seq:N names them: [*first, *last] relative to the last SYN that way, if it carries data
+   never sent before (a retransmission is never named by seq:N) */
+static int new_bytes(struct dir *d, const struct pinfo *p, uint64_t *first, uint64_t *last)
+{
+    if (p->flags & 0x02) { /* a connection opens: its bytes count from 1, and every seq entry may name them */
+        d->isn = p->seq;
+        d->seq_top = 1;
+        d->have_isn = 1;
+        d->drop_at[K_SEQ] = first_of_kind(&d->c.drop, K_SEQ);
+    }
+    if (!d->have_isn || p->payload == 0)
+        return 0;
+    uint32_t rel = p->seq - d->isn, end = rel + p->payload;
+    int fresh = (int32_t)(rel - d->seq_top) >= 0;
+    if ((int32_t)(end - d->seq_top) > 0)
+        d->seq_top = end;
+    *first = rel;
+    *last = (uint64_t)end - 1;
+    return fresh;
+}
+
 /* the drop list's verdict on a frame arriving: its kinds are counted, and whether an entry names it */
 static int drop_listed(struct dir *d, const uint8_t *data, uint32_t len)
 {
-    /* classify for the drop list */
     struct pinfo p;
     int is_kind[NKIND] = {0};
+    uint64_t first = 0, last = 0;
     is_kind[K_FRAME] = 1;
     if (d->c.drop.n) {
         parse_frame(data, len, &p);
@@ -156,17 +188,23 @@ static int drop_listed(struct dir *d, const uint8_t *data, uint32_t len)
             is_kind[K_FIN] = (p.flags & 0x01) != 0;
             is_kind[K_RST] = (p.flags & 0x04) != 0;
             is_kind[K_ACK] = p.payload == 0 && (p.flags & 0x07) == 0 && (p.flags & 0x10);
+            is_kind[K_SEQ] = new_bytes(d, &p, &first, &last);
         }
         is_kind[K_UDP] = p.is_ipv4 && !p.frag && p.proto == 17;
     }
     for (int k = 0; k < NKIND; k++)
         d->kind_count[k] += (uint64_t)is_kind[k];
+    /* counts (and new bytes) only grow: an entry whose last N is passed never names a frame again */
+    const struct drop_list *l = &d->c.drop;
     int listed = 0;
-    for (int i = 0; i < d->c.drop.n; i++) {
-        const struct drop_entry *e = &d->c.drop.e[i];
-        uint64_t cnt = d->kind_count[e->kind];
-        if (is_kind[e->kind] && cnt >= e->lo && cnt <= e->hi)
-            listed = 1;
+    for (int k = 0; k < NKIND; k++) {
+        if (!is_kind[k])
+            continue;
+        uint64_t lo = k == K_SEQ ? first : d->kind_count[k], hi = k == K_SEQ ? last : d->kind_count[k];
+        while (d->drop_at[k] < l->n && l->e[d->drop_at[k]].kind == k && l->e[d->drop_at[k]].hi < lo)
+            d->drop_at[k]++;
+        for (int i = d->drop_at[k]; i < l->n && l->e[i].kind == k && l->e[i].lo <= hi; i++)
+            listed |= l->e[i].hi >= lo;
     }
     return listed;
 }

@@ -81,6 +81,9 @@ struct dir {
     struct rng rng_loss, rng_ge, rng_jitter;
     int ge_bad;
     uint64_t kind_count[NKIND];
+    int drop_at[NKIND]; /* each kind's first drop-list entry not yet passed (the list is sorted) */
+    uint32_t isn, seq_top; /* the last SYN's sequence number; the relative byte after the highest sent (seq:N) */
+    int have_isn;
     /* rate stage */
     double tat; /* when the line would be free under strict serialisation (ns, relative to the start of link time) */
     double ns_per_byte;

@@ -8,7 +8,7 @@
 const char *const dir_name[NDIR] = {"to_device", "to_peer"};
 const char *const reason_name[NREASON] = {"loss", "gemodel", "droplist", "queue", "unreachable",
                                           "device-full", "air"}; /* air: the shared medium only */
-const char *const kind_name[NKIND] = {"frame", "data", "syn", "fin", "rst", "ack", "udp"};
+const char *const kind_name[NKIND] = {"frame", "data", "syn", "fin", "rst", "ack", "udp", "seq"};
 
 void parse_frame(const uint8_t *b, uint32_t len, struct pinfo *p)
 {

@@ -15,7 +15,9 @@ extern const char *const dir_name[NDIR];
 enum { R_LOSS, R_GEMODEL, R_DROPLIST, R_QUEUE, R_UNREACHABLE, R_DEVICE_FULL, R_AIR, NREASON };
 extern const char *const reason_name[NREASON];
 
-enum { K_FRAME, K_DATA, K_SYN, K_FIN, K_RST, K_ACK, K_UDP, NKIND };
+/* K_SEQ names bytes, not frames: seq:N drops the frame that first carries byte N of the TCP connection opened
+   last that way (N relative to its SYN, as Wireshark shows it: the first byte of data is 1) */
+enum { K_FRAME, K_DATA, K_SYN, K_FIN, K_RST, K_ACK, K_UDP, K_SEQ, NKIND };
 extern const char *const kind_name[NKIND];
 
 struct pinfo {

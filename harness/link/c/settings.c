@@ -143,20 +143,34 @@ static void set_gemodel(const char *opt, const char *key, const char *v, struct 
     *g = (struct gemodel){.on = 1, .p = p[0], .r = p[1], .bad_loss = p[2], .good_loss = p[3]};
 }
 
+static int drop_order(const void *a, const void *b)
+{
+    const struct drop_entry *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
 static void set_drops(const char *opt, const char *key, const char *v, struct drop_list *l)
 {
     l->n = 0;
     char *vv = strdup(v), *save = NULL;
+    size_t cap = 1;
+    for (const char *c = v; *c; c++)
+        cap += *c == '+' || *c == ';' || *c == ' ';
+    free(l->e);
+    l->e = calloc(cap, sizeof(*l->e));
     for (char *t = strtok_r(vv, "+; ", &save); t; t = strtok_r(NULL, "+; ", &save)) {
         if (l->n == MAX_DROP_ENTRIES)
             usage_error("%s: more than %d %s entries", opt, MAX_DROP_ENTRIES, key);
         if (parse_drop_entry(t, &l->e[l->n]))
             usage_error("%s: bad %s entry '%s' (KIND:N or KIND:N-M, KIND one of frame, data, syn, fin, rst, ack, "
-                        "udp; N from 1)",
+                        "udp, seq; N from 1)",
                         opt, key, t);
         l->n++;
     }
     free(vv);
+    qsort(l->e, (size_t)l->n, sizeof(*l->e), drop_order);
 }
 
 /* set the setting called k from the text v; 0 if there is no such setting */

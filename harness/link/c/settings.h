@@ -8,7 +8,8 @@
 
 #include <stdint.h>
 
-#define MAX_DROP_ENTRIES 64
+/* a capture's losses replayed (report from-capture) can list thousands */
+#define MAX_DROP_ENTRIES 65536
 
 struct drop_entry {
     int kind;
@@ -36,7 +37,7 @@ struct gemodel {
 };
 
 struct drop_list {
-    struct drop_entry e[MAX_DROP_ENTRIES];
+    struct drop_entry *e; /* sorted by kind, then first N: the link walks each kind's entries once */
     int n;
 };
 
