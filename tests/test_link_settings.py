@@ -18,7 +18,7 @@ import pytest
 from harness.cli.link_args import LINK_OPTIONS, add_link_args, link_spec
 from harness.core.errors import NetreproError
 from harness.core.ethernet import OVERHEAD
-from harness.link import Direction, Link, LinkSpec, link_binary
+from harness.link import DROP_KINDS, Direction, Link, LinkSpec, link_binary, parse_drop_list
 from harness.link.settings import DIRECTION_SETTINGS, LINK_SETTINGS, SETTINGS, WAYS, Real, Whole, cli_options
 
 # what a user writes for each setting, and the plain value it means (a new setting needs a sample here)
@@ -303,3 +303,12 @@ def test_other_checks():
     with pytest.raises(NetreproError, match="to_peer overflow"):
         LinkSpec(to_peer=Direction(overflow="drop"))  # the C link refuses it too
     assert Direction(reorder=1).reorder is True and Direction(drop="data:3 syn:1").drop == ("data:3", "syn:1")
+
+
+def test_the_drop_lists_kinds_are_the_same_in_python_and_in_the_c_link(tmp_path):
+    with pytest.raises(NetreproError, match="KIND one of " + ", ".join(DROP_KINDS)):
+        parse_drop_list("packet:3")
+    base = [str(link_binary()), "--device-sock", str(tmp_path / "a"), "--device-remote", str(tmp_path / "b"),
+            "--peer-sock", str(tmp_path / "c"), "--peer-remote", str(tmp_path / "d")]
+    proc = subprocess.run([*base, "--to-device", "drop=packet:3"], capture_output=True, text=True, timeout=5)
+    assert proc.returncode == 2 and f"KIND one of {', '.join(DROP_KINDS)};" in proc.stderr, proc.stderr

@@ -163,10 +163,12 @@ static void set_drops(const char *opt, const char *key, const char *v, struct dr
     for (char *t = strtok_r(vv, "+; ", &save); t; t = strtok_r(NULL, "+; ", &save)) {
         if (l->n == MAX_DROP_ENTRIES)
             usage_error("%s: more than %d %s entries", opt, MAX_DROP_ENTRIES, key);
-        if (parse_drop_entry(t, &l->e[l->n]))
-            usage_error("%s: bad %s entry '%s' (KIND:N or KIND:N-M, KIND one of frame, data, syn, fin, rst, ack, "
-                        "udp, seq; N from 1)",
-                        opt, key, t);
+        if (parse_drop_entry(t, &l->e[l->n])) {
+            char kinds[128] = "";
+            for (int k = 0; k < NKIND; k++)
+                snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s%s", k ? ", " : "", kind_name[k]);
+            usage_error("%s: bad %s entry '%s' (KIND:N or KIND:N-M, KIND one of %s; N from 1)", opt, key, t, kinds);
+        }
         l->n++;
     }
     free(vv);
