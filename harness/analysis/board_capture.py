@@ -322,6 +322,16 @@ class LostData:
     frames: int
 
 
+def _data_frames(segs: Sequence[Segment], sender: int) -> list[Segment]:
+    """The sender's frames that carry its data (keepalives and zero-window probes left out)."""
+    return [s for s in segs if s.side == sender and s.len > 0 and not s.keepalive and not s.zwp]
+
+
+def syn_sent(segs: Sequence[Segment], sender: int) -> bool:
+    """The sender's SYN is in the capture: its bytes are numbered from it."""
+    return any(s.side == sender and s.flags & SYN for s in segs)
+
+
 def lost_data(segs: Sequence[Segment], sender: int, capture_near: int) -> tuple[LostData, ...]:
     """What the sender's first transmissions lost on the way, in sequence order.
 
@@ -330,7 +340,7 @@ def lost_data(segs: Sequence[Segment], sender: int, capture_near: int) -> tuple[
     sender's side every frame shows: each segment it resent, once (a timeout may resend what a fast retransmit
     already repaired), leaving out what tshark calls spurious, as the first frame that carried it. A lost
     retransmission shows at neither side."""
-    data = [s for s in segs if s.side == sender and s.len > 0 and not s.keepalive and not s.zwp]
+    data = _data_frames(segs, sender)
     if not data:
         return ()
     if capture_near == sender:
@@ -343,7 +353,7 @@ def lost_data(segs: Sequence[Segment], sender: int, capture_near: int) -> tuple[
         return tuple(LostData(first, last, 1) for first, last in frames)
     size = max(s.len for s in data)
     lost: list[LostData] = []
-    top = 1 if any(s.side == sender and s.flags & SYN for s in segs) else None  # else: from the first seen
+    top = 1 if syn_sent(segs, sender) else None  # else: from the first seen
     for s in data:
         if top is not None and s.seq > top:
             lost.append(LostData(top, s.seq - 1, math.ceil((s.seq - top) / size)))
@@ -354,7 +364,7 @@ def lost_data(segs: Sequence[Segment], sender: int, capture_near: int) -> tuple[
 def data_loss(segs: Sequence[Segment], sender: int, capture_near: int, lost: Sequence[LostData]) -> float | None:
     """The share of the sender's data frames lost between it and the receiver (``lost``: ``lost_data``), out
     of those it sent: at the receiver's side those seen plus those lost, at its own side all it sent."""
-    frames = sum(1 for s in segs if s.side == sender and s.len > 0 and not s.keepalive and not s.zwp)
+    frames = len(_data_frames(segs, sender))
     if not frames:
         return None
     missing = sum(g.frames for g in lost)
@@ -444,6 +454,6 @@ def _reading(file: Path, given: str, facts: Facts, segs: Sequence[Segment], side
         mss=summary.device_mss, window_max=max(windows) if windows else None, window_scaling=scaling,
         window_scale=summary.window_scale.device, idle_rtt_ms=summary.initial_rtt_ms, loaded_rtt_ms=summary.rtt_ms,
         rate_bps=rate.bps, rate_from=rate.source, loss=data_loss(segs, sides.sender, sides.near, lost), lost_data=lost,
-        syn_seen=any(s.side == sides.sender and s.flags & SYN for s in segs),
+        syn_seen=syn_sent(segs, sides.sender),
         retransmissions=summary.retransmissions, throughput_mbps=summary.goodput_mbps, verdict=summary.verdict,
         verdict_reason=summary.verdict_reason, analysis=summary)
