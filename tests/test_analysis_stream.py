@@ -5,15 +5,17 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 from analysis_captures import FAST_RETRANS, R1_BEFORE, SEND_BUFFER
 from analysis_reference import connection_facts, measure_transfer
 from bulk_capture import write_bulk
-from captures_gen import Scenario, write_scenario
+from captures_gen import DEVICE_IP, PEER_IP, Scenario, simulate, udp_frame, write_pcap, write_scenario
 
 from harness.analysis import CaptureAnalysis, load_capture
-from harness.analysis.capture import TsharkStream, read_capture
+from harness.analysis.capture import TsharkStream, block_row_count, block_rows, read_capture
 from harness.analysis.facts import Facts, _bounds
+from harness.analysis.flow import Flow
 from harness.analysis.frames import segments, select_connection
 from harness.analysis.scan import CaptureScan
 from harness.analysis.sides import other_side
@@ -131,3 +133,54 @@ def test_the_analysis_costs_a_few_columns_per_frame_not_objects(bulk, big):
     # cost ~900 B a frame (5,000,000 frames: 5.3 GB)
     assert per_frame < 200, (small_peak, big_peak, per_frame)
     assert big_peak < 60e6, big_peak
+
+
+def _mixed_capture(path: Path) -> Path:
+    """Two connections interleaved, UDP frames among them, frames cut by the snap length, a FIN: every rare row."""
+    one = simulate(Scenario(duration=0.2, timestamps=True, sack=True))
+    two = simulate(Scenario(duration=0.2, device_port=5002, peer_port=40002, sender="device", client="device"))
+    udp = [(k * 0.01, udp_frame(PEER_IP, DEVICE_IP, 53, 53, b"x" * 20)) for k in range(30)]
+    return write_pcap(path, sorted(one + [(t + 0.05, f) for t, f in two] + udp, key=lambda r: r[0]), snaplen=90)
+
+
+def _blocks(path: Path, lines: int) -> list[bytes]:
+    """tshark's lines of a capture in blocks of `lines` lines (the reader's own blocks are ~1 MB)."""
+    text = b"".join(TsharkStream(path).blocks()).splitlines(keepends=True)
+    return [b"".join(text[k:k + lines]) for k in range(0, len(text), lines)]
+
+
+@pytest.mark.parametrize("lines", [1, 7, 1000])
+def test_blocks_read_as_columns_equal_the_rows_read_one_by_one(tmp_path, lines):
+    """``CaptureScan.add_block`` (numbers read from a block's bytes at once) keeps what ``add`` keeps row by row:
+    counters, tallies and every column, on captures with every rare row, whatever the blocks' size."""
+    paths = [_mixed_capture(tmp_path / "mixed.pcap"), STORED, *sorted((ROOT / "captures").glob("*/*.pcap"))]
+    for path in paths:
+        blocks = _blocks(path, lines)
+        by_rows = CaptureScan().read(row for block in blocks for row in block_rows(block))
+        by_blocks = CaptureScan().read_blocks(blocks)
+        assert by_blocks == by_rows, path
+        assert by_blocks.frames == sum(map(block_row_count, blocks))
+    assert len(by_rows.columns) >= 1
+
+
+def test_a_block_that_is_not_plain_numbers_is_read_row_by_row(tmp_path):
+    path = _mixed_capture(tmp_path / "mixed.pcap")
+    (block,) = _blocks(path, 100_000)
+    lines = block.split(b"\n")
+    fields = lines[40].split(b"\t")
+    fields[15] = b"+" + fields[15]  # int() takes a sign, the block reader does not: the rows' reading decides
+    odd = b"\n".join([*lines[:40], b"\t".join(fields), *lines[41:]])
+    assert CaptureScan().read_blocks([odd]) == CaptureScan().read(block_rows(odd))
+    assert CaptureScan().read_blocks([b"a\tb\n" + block]) == CaptureScan().read(block_rows(b"a\tb\n" + block))
+
+
+def test_next_sequence_numbers_are_seq_plus_len_but_where_tshark_says_otherwise(tmp_path):
+    """The next sequence number is not a column: seq + len, and tshark's own where it differs (SYN, FIN) kept."""
+    path = _mixed_capture(tmp_path / "mixed.pcap")
+    rows = read_capture(path).rows
+    scan = CaptureScan().read_blocks(TsharkStream(path).blocks())
+    for stream, columns in scan.columns.items():
+        mine = [r for r in rows if r[11] == str(stream) and "icmp" not in r[4]]
+        flow = Flow.of(columns)
+        assert len(columns.nxt_at) >= 2  # the SYN and the SYN-ACK at least
+        assert flow.nxt(np.arange(len(flow))).tolist() == [s.nxt for s in segments(mine)[0]]

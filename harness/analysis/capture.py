@@ -10,7 +10,7 @@ asyncio child watcher is involved. The whole read runs in a worker thread with i
 loop: it works from inside a running asyncio program, from a pytest test, and after other code
 has installed a signal-based child watcher.
 
-``TsharkStream`` hands the rows over as tshark writes them, through a queue of a few batches: the
+``TsharkStream`` hands the rows over as tshark writes them, through a queue of a few blocks: the
 analysis (``scan.CaptureScan``) keeps counters and typed columns, never the rows, and tshark waits
 on its pipe when the analysis falls behind. ``read_capture`` still gives every row as a list, for
 the readers that want them all (``board_capture``).
@@ -91,6 +91,18 @@ TSHARK_FIELDS = tuple(f for _, f in FIELDS)
 COLUMN = {name: i for i, (name, _) in enumerate(FIELDS)}
 
 Row = list[str]
+
+
+def block_rows(block: bytes) -> list[Row]:
+    """The rows of a block of tshark's lines (empty lines are no rows)."""
+    return [line.split("\t") for line in block.decode("utf-8", "replace").split("\n") if line]
+
+
+def block_row_count(block: bytes) -> int:
+    """How many rows ``block_rows`` finds in a block, without splitting it."""
+    if b"\n\n" in block or block.startswith(b"\n"):  # empty lines (tshark writes none): counted the long way
+        return sum(1 for line in block.split(b"\n") if line)
+    return block.count(b"\n") + (not block.endswith(b"\n") and bool(block))
 # handed tshark's process once it runs: writes the capture into its stdin, then closes it (and may stop it)
 Feed = Callable[[subprocess.Popen], None]
 
@@ -102,18 +114,29 @@ def _pyshark_classes() -> type:
     from pyshark.tshark.output_parser.base_parser import BaseTsharkOutputParser
 
     class FieldRows(BaseTsharkOutputParser):
-        """Output parser for ``-T fields``: hands over every complete line read so far, as one batch."""
+        """Output parser for ``-T fields``: hands over the complete lines read, as one block of bytes of about
+        ``DEFAULT_BATCH_SIZE`` (a pipe read gives a few kB: the reader's cost per block is spread over thousands
+        of lines). The block is split into rows only by a reader that wants rows: ``scan.CaptureScan`` reads
+        it whole."""
 
         DEFAULT_BATCH_SIZE = 1 << 20
 
-        def _extract_packet_from_data(self, data, got_first_packet=True):
+        async def get_packets_from_stream(self, stream, existing_data, got_first_packet=True):
+            parts, size, ended = [existing_data], len(existing_data), False
+            while size < self.DEFAULT_BATCH_SIZE:
+                new_data = await stream.read(self.DEFAULT_BATCH_SIZE)
+                if not new_data:
+                    ended = True
+                    break
+                parts.append(new_data)
+                size += len(new_data)
+            data = b"".join(parts)
             end = data.rfind(b"\n")
             if end < 0:
+                if ended:
+                    raise EOFError()
                 return None, data
             return data[: end + 1], data[end + 1 :]
-
-        def _parse_single_packet(self, packet):
-            return [line.split("\t") for line in packet.decode("utf-8", "replace").split("\n") if line]
 
     class PipeProcess:
         """What pyshark expects of an asyncio subprocess, over a plain Popen (no child watcher)."""
@@ -142,7 +165,7 @@ def _pyshark_classes() -> type:
         return reader
 
     class TsharkFields(FileCapture):
-        """pyshark FileCapture reading tshark's field output (-T fields) in batches of rows."""
+        """pyshark FileCapture reading tshark's field output (-T fields) in blocks of lines."""
 
         def __init__(self, path: Path, fields: Sequence[str], prefs: dict[str, str], loop,
                      feed: Feed | None = None) -> None:
@@ -204,8 +227,8 @@ _END = object()
 
 
 class TsharkStream:
-    """tshark's rows as they come: pyshark's capture loop runs in a worker thread and hands each batch of
-    rows through a short queue, so at most a few batches (about a megabyte of text each) are held at a
+    """tshark's rows as they come: pyshark's capture loop runs in a worker thread and hands each block of
+    lines through a short queue, so at most a few blocks (about a megabyte of text each) are held at a
     time, and tshark waits on its pipe while the rows are used. Iterate once; then ``returncode`` and
     ``stderr`` say how tshark ended. ``rows_read`` counts the rows handed over.
 
@@ -233,7 +256,7 @@ class TsharkStream:
         raise _Stop
 
     def _run(self) -> None:
-        """The read on a fresh event loop; every batch, then the end (or the error), goes into the queue."""
+        """The read on a fresh event loop; every block, then the end (or the error), goes into the queue."""
         loop = asyncio.new_event_loop()
         capture = None
         try:
@@ -254,11 +277,16 @@ class TsharkStream:
                 self._put(_END)
 
     def __iter__(self) -> Iterator[Row]:
+        for block in self.blocks():
+            yield from block_rows(block)
+
+    def blocks(self) -> Iterator[bytes]:
+        """tshark's output as it comes, in blocks of whole lines (about a megabyte each): one row a line."""
         self._worker.start()
         try:
-            while (batch := self._queue.get()) is not _END:
-                self.rows_read += len(batch)
-                yield from batch
+            while (block := self._queue.get()) is not _END:
+                self.rows_read += block_row_count(block)
+                yield block
         finally:
             self._closed.set()
             self._worker.join()

@@ -28,7 +28,8 @@ from harness.analysis.facts import (
 )
 from harness.analysis.frames import ACK, RST, SYN, Endpoint, Segment
 from harness.analysis.numbers import median_of
-from harness.analysis.scan import BIT, HAS_BIF, HAS_TSECR, SCALE_UNKNOWN, SIDE, ConnectionColumns
+from harness.analysis.scan import ConnectionColumns
+from harness.analysis.scan_lines import BIT, FLAGS_SHIFT, HAS_BIF, HAS_TSECR, SCALE_UNKNOWN, SIDE
 from harness.analysis.series import LIMIT
 from harness.analysis.sides import PerSide
 
@@ -48,7 +49,6 @@ class Flow:
     flags: np.ndarray
     seq: np.ndarray
     ack: np.ndarray
-    nxt: np.ndarray
     len: np.ndarray
     flen: np.ndarray
     win: np.ndarray
@@ -57,6 +57,8 @@ class Flow:
     bif: np.ndarray
     rtt_at: np.ndarray
     rtt: np.ndarray
+    nxt_at: np.ndarray   # frames whose next sequence number is not seq + len (a SYN, a FIN), and theirs
+    nxt_other: np.ndarray
     syn: Segment | None
     synack: Segment | None
     irtt: float | None
@@ -68,13 +70,23 @@ class Flow:
         bits = _view(columns.bits)
         t = _view(columns.t)
         t -= columns.t0  # seconds from the first frame, in place: the columns are the chosen connection's own
-        return cls(t, ((bits & SIDE) != 0).astype(np.int8), bits, i["flags"], i["seq"],
-                   i["ack"], i["nxt"], i["len"], i["flen"], i["win"], i["tsval"], i["tsecr"], i["bif"],
-                   _view(columns.rtt_at), _view(columns.rtt), columns.syn, columns.synack, columns.irtt,
-                   columns.ends)
+        flags = (bits >> FLAGS_SHIFT).astype(np.uint16)  # the TCP flags, 12 bits above the scan's own
+        return cls(t, ((bits & SIDE) != 0).astype(np.int8), bits, flags, i["seq"],
+                   i["ack"], i["len"], i["flen"], i["win"], i["tsval"], i["tsecr"], i["bif"],
+                   _view(columns.rtt_at), _view(columns.rtt), _view(columns.nxt_at), _view(columns.nxt),
+                   columns.syn, columns.synack, columns.irtt, columns.ends)
 
     def __len__(self) -> int:
         return len(self.t)
+
+    def nxt(self, index: np.ndarray) -> np.ndarray:
+        """tshark's next sequence number of the frames `index` (ascending): seq + len, or what tshark said."""
+        out = self.seq[index].astype(np.int64) + self.len[index]
+        if len(self.nxt_at) and len(index):
+            k = np.minimum(np.searchsorted(index, self.nxt_at), len(index) - 1)
+            hit = index[k] == self.nxt_at
+            out[k[hit]] = self.nxt_other[hit]
+        return out
 
     def has(self, name: str) -> np.ndarray:
         """Frames where tshark gave the field (one of ``scan._FLAGS``)."""
@@ -172,14 +184,20 @@ def _segments_per_ack(f: Flow, index: int) -> float | None:
     """The reference's ``_segments_per_ack`` on columns: the running ends as cumulative maxima."""
     other_data = (f.side != index) & (f.len > 0) & ~f.has("keepalive")
     data_in = int(np.count_nonzero(other_data))
-    data_end = np.maximum.accumulate(np.where(other_data, f.nxt.astype(np.int64), -1))  # -1: none yet
+    data = np.flatnonzero(other_data)
+    if not len(data):
+        return None
     mine = np.flatnonzero((f.side == index) & ((f.flags & ACK) != 0) & ((f.flags & SYN) == 0))
     acks = f.ack[mine].astype(np.int64)
     if len(acks) < 2:
         return None
     last = np.maximum.accumulate(acks)[:-1]
-    end = data_end[mine][1:]
-    advancing = int(np.count_nonzero((acks[1:] > last) & (end >= 0) & (acks[1:] <= end)))
+    # the running end of the other side's data at each of my ACKs: the highest end of its data frames so far
+    ends = np.maximum.accumulate(f.nxt(data))
+    k = np.searchsorted(data, mine[1:], side="right") - 1  # its last data frame before (or at) the ACK
+    seen = k >= 0
+    end = ends[np.maximum(k, 0)]
+    advancing = int(np.count_nonzero((acks[1:] > last) & seen & (acks[1:] <= end)))
     return round(data_in / advancing, 3) if data_in and advancing else None
 
 

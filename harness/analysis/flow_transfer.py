@@ -17,7 +17,7 @@ import numpy as np
 from harness.analysis.flow import Flow, pairs, thin_index
 from harness.analysis.frames import ACK, RST, SYN
 from harness.analysis.numbers import median_of, percentile_of, rounded
-from harness.analysis.scan import HAS_BIF, HAS_TSECR
+from harness.analysis.scan_lines import HAS_BIF, HAS_TSECR
 from harness.analysis.series import LIMIT
 from harness.analysis.transfer import (
     HEADERS,
@@ -84,7 +84,7 @@ def _receiver_side_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, r
     n = len(d)
     at = f.t[a]
     edges = np.maximum(np.maximum.accumulate(f.ack[a].astype(np.int64) + f.win[a]), 0) if len(a) else at
-    k = np.searchsorted(edges, f.nxt[d].astype(np.int64), side="left")
+    k = np.searchsorted(edges, f.nxt(d).astype(np.int64), side="left")
     inside = k < len(a)
     kk = np.minimum(k, max(len(a) - 1, 0))
     use = inside & ~retrans
@@ -141,7 +141,7 @@ class _View:
 
 def _sender_view(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, sender_near: bool) -> _View:
     at = f.t[a]
-    high = np.maximum(np.maximum.accumulate(f.nxt[d]), 0)  # the running right edge of the data sent
+    high = np.maximum(np.maximum.accumulate(f.nxt(d)), 0)  # the running right edge of the data sent
     parts = []
     for lo in range(0, len(d), CHUNK):
         part = slice(lo, lo + CHUNK)
@@ -164,7 +164,7 @@ def _delivered(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool) -> tupl
     if sender_near:
         first = dt[0]
         done0 = int(f.seq[d].min())
-        top = int(f.nxt[d].max())
+        top = int(f.nxt(d).max())
         use = f.t[a] >= first
         ack = f.ack[a][use].astype(np.int64)
         capped = np.minimum(ack, top)
@@ -317,7 +317,7 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
     return TransferFacts(
         mss_used=seg_size,
         data_segments=tuple((t, s, e, bool(r)) for t, s, e, r in pairs(
-            thin_index(len(d), retrans | ((zoom[0] <= dt) & (dt <= zoom[1]))), dt, f.seq[d], f.nxt[d], retrans)),
+            thin_index(len(d), retrans | ((zoom[0] <= dt) & (dt <= zoom[1]))), dt, f.seq[d], f.nxt(d), retrans)),
         receiver_acks=pairs(thin_index(len(a), (zoom[0] - (rtt or 0) <= at) & (at <= zoom[1])), at, f.ack[a], f.win[a]),
         data_segment_count=len(d), resent_segment_count=int(np.count_nonzero(retrans)),
         rtt_sample_count=len(delays.sv),

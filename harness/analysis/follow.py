@@ -2,7 +2,7 @@
 
 ``CaptureFollower.start(path, closed)`` starts tshark on its stdin (``-r -``, ``capture.TsharkStream``'s
 ``feed``) and two threads: one copies the file's new bytes into tshark's stdin as they appear, the other
-reads tshark's rows into a ``scan.CaptureScan``. tshark reads a pipe as it reads a file, one frame after
+reads tshark's lines into a ``scan.CaptureScan``. tshark reads a pipe as it reads a file, one frame after
 another (a record the writer has not finished yet only makes it wait), so the rows, and the analysis
 ``analysis()`` makes of them once the writer has stopped (``closed()`` true) and every byte was copied,
 are those of ``load_capture`` on the finished file.
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from harness.analysis.capture import Row, TsharkStream, check_capture_file, read_warnings
+from harness.analysis.capture import TsharkStream, check_capture_file, read_warnings
 from harness.analysis.capture_analysis import CaptureAnalysis
 from harness.analysis.load import analyse_scan
 from harness.analysis.scan import CaptureScan
@@ -97,22 +97,22 @@ class CaptureFollower:
             self._copy_error = exc
 
     def _read(self) -> None:
-        """tshark's rows into the scan; stops at the end of the rows, or at once when cancelled."""
-        rows = iter(self._stream)
+        """tshark's lines into the scan; stops at the end of the lines, or at once when cancelled."""
+        blocks = self._stream.blocks()
         try:
-            self._scan = CaptureScan().read(self._until_cancelled(rows))
+            self._scan = CaptureScan().read_blocks(self._until_cancelled(blocks))
         except BaseException as exc:  # handed to analysis()
             self._error = exc
         finally:
             with contextlib.suppress(Exception):  # a stream read half-way: its worker stops tshark
-                rows.close()  # type: ignore[attr-defined]
+                blocks.close()
 
-    def _until_cancelled(self, rows: Iterable[Row]) -> Iterator[Row]:
+    def _until_cancelled(self, blocks: Iterable[bytes]) -> Iterator[bytes]:
         cancel = self._cancel
-        for row in rows:
+        for block in blocks:
             if cancel.is_set():
                 return
-            yield row
+            yield block
 
     def analysis(self, **arguments: Any) -> CaptureAnalysis:
         """The capture's analysis, as ``load_capture(path, **arguments)`` gives it for the finished file; waits

@@ -48,8 +48,8 @@ def load_capture(path: str | os.PathLike, device_ip: str | None = None, conn: in
     path = Path(path)
     check_capture_file(path)
     _check_arguments(device_ip, interval_s, captured_at, sender)
-    stream = TsharkStream(path)  # rows as tshark writes them: none is kept, only counters and columns
-    scan = CaptureScan().read(stream)
+    stream = TsharkStream(path)  # lines as tshark writes them: none is kept, only counters and columns
+    scan = CaptureScan().read_blocks(stream.blocks())
     return analyse_scan(path, scan, read_warnings(path, stream), device_ip=device_ip, conn=conn,
                         link_rate_bps=link_rate_bps, interval_s=interval_s, captured_at=captured_at, sender=sender,
                         device_busy=device_busy, link_stage=link_stage)

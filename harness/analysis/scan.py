@@ -15,7 +15,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from harness.analysis.capture import COLUMN, FIELDS, Row
+import numpy as np
+
+from harness.analysis.capture import COLUMN, FIELDS, Row, block_rows
 from harness.analysis.frames import (
     ACK,
     SYN,
@@ -32,25 +34,45 @@ from harness.analysis.frames import (
     transport,
 )
 from harness.analysis.frames import segments as frames_segments
+from harness.analysis.scan_lines import (  # the bits' layout, with the block reading that fills them
+    FLAG_COLUMNS,
+    FLAGS_SHIFT,
+    HAS_ACK_RTT,
+    HAS_BIF,
+    HAS_TSECR,
+    SCALE_UNKNOWN,
+    SIDE,
+    Lines,
+    Parsed,
+    icmp_rows,
+)
 
-_FLAGS = ("sack_perm", "tsval", "retrans", "fast", "spurious", "dupack", "zerowin", "winfull", "ooo", "lost",
-          "keepalive", "zwp")  # one bit each: the field was present (non-empty)
-# further bits: which side sent the frame, and what was in the frame besides the flags above
-SIDE, SCALE_UNKNOWN, HAS_TSECR, HAS_BIF, HAS_ACK_RTT = 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16
-BIT = {name: 1 << k for k, name in enumerate(_FLAGS)}
-_FLAG_COLUMNS = tuple((COLUMN[name], 1 << k) for k, name in enumerate(_FLAGS))
-# tshark's TCP numbers (sequence, ACK, window, timestamps, bytes in flight) are 32-bit: 4 bytes a frame each
-_U32 = ("seq", "ack", "nxt", "win", "tsval", "tsecr", "bif")
-_U16 = ("len", "flen", "flags")  # a frame is at most 64 kB: 2 bytes (widened to 4 if one is not)
+# tshark's TCP numbers (sequence, ACK, window, timestamps, bytes in flight) are 32-bit: 4 bytes a frame each;
+# the next sequence number is not kept: it is seq + len but where tshark says otherwise (SYN, FIN: sparse)
+_U32 = ("seq", "ack", "win", "tsval", "tsecr", "bif")
+_U16 = ("len", "flen")  # a frame is at most 64 kB: 2 bytes (widened to 8 if one is not)
+_INT_NAMES = (*_U32, *_U16)
+_LIMIT = {"I": 0xFFFFFFFF, "H": 0xFFFF}
 _C = COLUMN
 
 
-def _append(columns: dict[str, array], name: str, value: int) -> None:
+def _append(column: array, value: int) -> array:
+    """`column` with `value` appended: the same array, or an 8-byte copy if the value does not fit its type."""
     try:
-        columns[name].append(value)
-    except OverflowError:  # a value wider than the column's type: widen the column, keep every value
-        columns[name] = array("q", columns[name])
-        columns[name].append(value)
+        column.append(value)
+    except OverflowError:
+        column = array("q", column)
+        column.append(value)
+    return column
+
+
+def _extend(column: array, values: np.ndarray) -> array:
+    """`column` with `values` appended (widened to 8 bytes first if one does not fit its type)."""
+    top = _LIMIT.get(column.typecode)
+    if top is not None and len(values) and (int(values.max()) > top or int(values.min()) < 0):
+        column = array("q", column)
+    column.frombytes(values.astype(column.typecode, copy=False).tobytes())
+    return column
 
 
 def _segment(r: Row, side: int, t: float) -> Segment:
@@ -62,10 +84,11 @@ def _segment(r: Row, side: int, t: float) -> Segment:
 
 @dataclass
 class ConnectionColumns:
-    """The frames of one connection, one compact typed array per field (about 50 bytes a frame).
+    """The frames of one connection, one compact typed array per field (about 40 bytes a frame).
 
     What only the handshake needs (MSS, window scale, SACK, the initial RTT) is kept once, as the first
-    SYN's and SYN-ACK's ``Segment``; tshark's ACK RTT, present on a part of the frames, is kept sparse.
+    SYN's and SYN-ACK's ``Segment``; tshark's ACK RTT, present on a part of the frames, is kept sparse, and so
+    is its next sequence number where it is not seq + len.
     """
 
     first: tuple[str, int]   # source (address, port) of the connection's first frame: side 0
@@ -77,6 +100,8 @@ class ConnectionColumns:
     bits: array = field(default_factory=lambda: array("I"))
     rtt_at: array = field(default_factory=lambda: array("I"))   # frame index of each ACK RTT
     rtt: array = field(default_factory=lambda: array("d"))
+    nxt_at: array = field(default_factory=lambda: array("I"))   # frame index where nxtseq is not seq + len
+    nxt: array = field(default_factory=lambda: array("q"))
     syn: Segment | None = None       # the first SYN without ACK
     synack: Segment | None = None    # the first SYN-ACK
     irtt: float | None = None        # tshark's initial RTT, first seen
@@ -85,33 +110,32 @@ class ConnectionColumns:
         c = _C
         seq = int(r[c["seq"]]) if r[c["seq"]] else 0
         length = int(r[c["tcplen"]]) if r[c["tcplen"]] else 0
-        nxt = r[c["nxtseq"]]
         flags = int(r[c["flags"]], 16) if r[c["flags"]] else 0
         side = 0 if ((r[c["ip_src"]] or r[c["ip6_src"]]), int(r[c["sport"]])) == self.first else 1
         t = float(r[c["t"]]) if t is None else t
-        bits = SIDE if side else 0
-        for column, bit in _FLAG_COLUMNS:
+        bits = (SIDE if side else 0) | flags << FLAGS_SHIFT
+        for column, bit in FLAG_COLUMNS:
             if r[column]:
                 bits |= bit
         tsecr, bif = _int(r[c["tsecr"]]), _int(r[c["bif"]])
         bits |= (SCALE_UNKNOWN if r[c["scale"]] and int(r[c["scale"]]) == -1 else 0) | (
             HAS_TSECR if tsecr is not None else 0) | (HAS_BIF if bif is not None else 0)
+        n = len(self.t)
         rtt = _float(r[c["ack_rtt"]])
         if rtt is not None:
             bits |= HAS_ACK_RTT
-            self.rtt_at.append(len(self.t))
+            self.rtt_at.append(n)
             self.rtt.append(rtt)
-        values = (seq, int(r[c["ack"]]) if r[c["ack"]] else 0, int(nxt) if nxt else seq + length,
-                  int(r[c["win"]]) if r[c["win"]] else 0, _int(r[c["tsval"]]) or 0, tsecr or 0, bif or 0,
-                  length, int(r[c["len"]]), flags)
-        n = len(self.t)
-        try:
-            for column, value in zip(self._ints, values):  # noqa: B905 (as many as _INT_NAMES: checked in _widen)
-                column.append(value)
-        except OverflowError:
-            self._widen(values, n)
+        nxt = r[c["nxtseq"]]
+        if nxt and int(nxt) != seq + length:
+            self.nxt_at.append(n)
+            self.nxt.append(int(nxt))
+        values = (seq, int(r[c["ack"]]) if r[c["ack"]] else 0, int(r[c["win"]]) if r[c["win"]] else 0,
+                  _int(r[c["tsval"]]) or 0, tsecr or 0, bif or 0, length, int(r[c["len"]]))
+        for name, value in zip(_INT_NAMES, values, strict=True):
+            self.ints[name] = _append(self.ints[name], value)
         self.t.append(t)
-        self.bits.append(bits)
+        self.bits = _append(self.bits, bits)
         if self.irtt is None:
             self.irtt = _float(r[c["irtt"]])
         if flags & SYN and ((flags & ACK and self.synack is None) or (not flags & ACK and self.syn is None)):
@@ -121,25 +145,52 @@ class ConnectionColumns:
             else:
                 self.syn = seg
 
-    def __post_init__(self) -> None:
-        self._ints = [self.ints[k] for k in _INT_NAMES]
-
-    def _widen(self, values: tuple[int, ...], n: int) -> None:
-        """A value wider than its column's type: that column becomes 8-byte, every value kept."""
-        for name, value in zip(_INT_NAMES, values, strict=True):
-            del self.ints[name][n:]
-            _append(self.ints, name, value)
-        self._ints = [self.ints[k] for k in _INT_NAMES]
+    def extend(self, lines: Lines, rows: np.ndarray, p: Parsed, side: np.ndarray) -> None:
+        """The frames `rows` of a block (``add`` on each of them, at once): none is a SYN."""
+        n = len(self.t)
+        seq, length = p.seq[rows], p.len[rows]
+        nxt = p.nxtseq[rows]
+        other = np.flatnonzero(p.has_nxtseq[rows] & (nxt != seq + length))
+        if len(other):
+            self.nxt_at = _extend(self.nxt_at, other + n)
+            self.nxt.frombytes(nxt[other].tobytes())
+        rtt = p.ack_rtt[rows]
+        has_rtt = np.flatnonzero(~np.isnan(rtt))
+        if len(has_rtt):
+            self.rtt_at = _extend(self.rtt_at, has_rtt + n)
+            self.rtt.frombytes(rtt[has_rtt].tobytes())
+        for name in _INT_NAMES:
+            self.ints[name] = _extend(self.ints[name], getattr(p, name)[rows])
+        self.t.frombytes(p.t[rows].tobytes())
+        self.bits = _extend(self.bits, p.bits[rows] | np.where(side, SIDE, 0))
+        if self.irtt is None:
+            has_irtt = np.flatnonzero(lines.present(_C["irtt"], rows))
+            if len(has_irtt):
+                self.irtt = _float(lines.text(int(rows[has_irtt[0]]), _C["irtt"]))
 
     def __len__(self) -> int:
         return len(self.t)
 
     def nbytes(self) -> int:
-        arrays = [*self.ints.values(), self.t, self.bits, self.rtt_at, self.rtt]
+        arrays = [*self.ints.values(), self.t, self.bits, self.rtt_at, self.rtt, self.nxt_at, self.nxt]
         return sum(a.buffer_info()[1] * a.itemsize for a in arrays)
 
 
-_INT_NAMES = (*_U32, *_U16)
+def _tally_rows(tally: _Tally, forward: np.ndarray, lengths: np.ndarray, t: np.ndarray) -> None:
+    """``_Tally.add`` of frames that are not SYNs, at once: `forward` from its side a, `lengths` of payload."""
+    tally.frames += len(t)
+    for sent, ahead in ((forward, True), (~forward, False)):
+        nbytes = int(lengths[sent].sum())
+        data = np.flatnonzero(sent & (lengths > 0))
+        if ahead:
+            tally.bytes_a_to_b += nbytes
+        else:
+            tally.bytes_b_to_a += nbytes
+        if len(data):
+            span = getattr(tally, "data_a" if ahead else "data_b")
+            span = (span[0] if span else t[data[0]].item(), t[data[-1]].item())
+            setattr(tally, "data_a" if ahead else "data_b", span)
+    tally.end = t[-1].item()
 
 
 @dataclass
@@ -185,6 +236,65 @@ class CaptureScan:
         for r in rows:
             self.add(r)
         return self
+
+    def read_blocks(self, blocks: Iterable[bytes]) -> CaptureScan:
+        """``read`` of tshark's lines, a block at a time (``capture.TsharkStream.blocks``)."""
+        for block in blocks:
+            self.add_block(block)
+        return self
+
+    def add_block(self, block: bytes) -> None:
+        """``add`` of each line of a block. The lines are read as columns at once (``scan_lines``); only the
+        rare ones go through ``add`` itself, in their place: a connection's first frame, a SYN, a frame that
+        is not TCP (or TCP inside ICMP). A block whose fields are not all plain numbers is read row by row."""
+        lines = Lines.of(block)
+        parsed = Parsed.of(lines) if lines is not None else None
+        if lines is None or parsed is None:
+            for r in block_rows(block):
+                self.add(r)
+            return
+        special = ~parsed.has_stream | ((parsed.flags & SYN) != 0)
+        special[icmp_rows(lines)] = True
+        tcp = np.flatnonzero(~special)
+        if len(tcp):
+            first = parsed.first_rows(tcp)
+            special[[i for i, s in zip(first.tolist(), parsed.stream[first].tolist(), strict=True)
+                     if s not in self.columns]] = True
+        lo = 0
+        for i in [*np.flatnonzero(special).tolist(), len(lines)]:
+            if i > lo:
+                self._add_run(lines, parsed, lo, i)
+            if i < len(lines):
+                self.add(lines.row(i))
+            lo = i + 1
+
+    def _add_run(self, lines: Lines, p: Parsed, lo: int, hi: int) -> None:
+        """Lines lo..hi-1 of a block: TCP frames of connections already seen, none a SYN."""
+        self.frames += hi - lo
+        self.complete += hi - lo
+        caplen = p.caplen[lo:hi]
+        cut = caplen != p.flen[lo:hi]
+        if cut.any():
+            self.cut += int(np.count_nonzero(cut))
+            self.snaplen = max(self.snaplen, int(caplen[cut].max()))
+        streams = p.stream[lo:hi]
+        rows = np.arange(lo, hi)
+        if np.all(streams == streams[0]):  # one connection: the usual case
+            self._add_rows(lines, p, int(streams[0]), rows)
+            return
+        for stream in np.unique(streams).tolist():
+            self._add_rows(lines, p, stream, rows[streams == stream])
+
+    def _add_rows(self, lines: Lines, p: Parsed, stream: int, rows: np.ndarray) -> None:
+        """The frames `rows` of one connection: its tally and its columns."""
+        columns, tally = self.columns[stream], self.tallies[stream]
+        ip, port = columns.first
+        src = np.where(lines.present(_C["ip_src"], rows), lines.equals(_C["ip_src"], ip, rows),
+                       lines.equals(_C["ip6_src"], ip, rows))
+        from_first = src & (p.sport[rows] == port)
+        forward = from_first if (tally.a.ip, tally.a.port) == columns.first else ~from_first
+        _tally_rows(tally, forward, p.len[rows], p.t[rows])
+        columns.extend(lines, rows, p, ~from_first)
 
     @property
     def tcp_frames(self) -> int:
