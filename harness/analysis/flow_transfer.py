@@ -33,9 +33,14 @@ from harness.core.ethernet import MIN_FRAME, OVERHEAD
 CHUNK = 1 << 18  # elements of a work array at a time
 
 
-def _sum(values: np.ndarray) -> float:
-    """Floats added left to right, as a ``+=`` loop adds them."""
-    return np.cumsum(values)[-1].item() if len(values) else 0.0
+def _sum(values: np.ndarray, below: float | None = None) -> float:
+    """Floats (those under `below`, if given) added left to right, as a ``+=`` loop adds them: by chunks, each
+    started from the sum so far (the same additions in the same order), no running sum per value kept."""
+    total = 0.0
+    for lo in range(0, len(values), CHUNK):
+        part = values[lo:lo + CHUNK]
+        total = np.cumsum(np.r_[total, part if below is None else part[part < below]])[-1].item()
+    return total
 
 
 @dataclass
@@ -139,24 +144,35 @@ class _View:
     window: np.ndarray
 
 
-def _sender_view(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, sender_near: bool) -> _View:
+def _sender_view(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, deltas: np.ndarray,
+                 sender_near: bool) -> _View:
+    """Chunk by chunk into arrays of one value per data segment, filled in place: in flight in 4 bytes while
+    it fits (it is a 32-bit difference or tshark's 32-bit count), the times a view of the segments' own."""
     at = f.t[a]
-    high = np.maximum(np.maximum.accumulate(f.nxt(d)), 0)  # the running right edge of the data sent
-    parts = []
+    ok = np.zeros(len(d), bool)
+    flights = np.zeros(len(d), np.uint32)
+    windows = np.zeros(len(d), f.win.dtype)
+    filled, high = 0, 0  # high: the running right edge of the data sent
     for lo in range(0, len(d), CHUNK):
         part = slice(lo, lo + CHUNK)
         dp = d[part]
-        t = f.t[dp]
-        k = np.searchsorted(at, t - deltas[part], side="right") - 1
-        ok = k >= 0
-        k = k[ok]
-        flight = np.maximum(0, high[part][ok].astype(np.int64) - f.ack[a[k]])
+        edge = np.maximum(np.maximum.accumulate(f.nxt(dp)), high)
+        high = edge[-1].item()
+        k = np.searchsorted(at, dt[part] - deltas[part], side="right") - 1
+        ok[part] = k >= 0
+        k = k[ok[part]]
+        flight = np.maximum(0, edge[ok[part]] - f.ack[a[k]])
         if sender_near:
-            flight = np.where((f.bits[dp][ok] & HAS_BIF) != 0, f.bif[dp][ok], flight)
-        parts.append((t[ok], flight, f.win[a[k]]))
-    if not parts:
-        return _View(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    return _View(*(np.concatenate(c) for c in zip(*parts, strict=True)))
+            flight = np.where((f.bits[dp][ok[part]] & HAS_BIF) != 0, f.bif[dp][ok[part]], flight)
+        if len(flight) and flight.max() > np.iinfo(flights.dtype).max:
+            flights = flights.astype(np.int64)
+        flights[filled:filled + len(k)] = flight
+        windows[filled:filled + len(k)] = f.win[a[k]]
+        filled += len(k)
+    first = int(np.argmax(ok)) if filled else len(d)
+    # the segments that followed an ACK: all but the first few, as a rule (then a view of their times, no copy)
+    t = dt[first:] if filled == len(d) - first else dt[ok]
+    return _View(t, flights[:filled], windows[:filled])
 
 
 def _delivered(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool) -> tuple[np.ndarray, np.ndarray, str]:
@@ -218,7 +234,7 @@ def _pauses(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, view: _Vi
     dt, at = f.t[d], f.t[a]
     gaps = dt[1:] - dt[:-1]
     tau = _pause_threshold(gaps, rtt, seg_size, link_rate_bps)
-    shares = {"busy": _sum(gaps[gaps < tau]), "window": 0.0, "ack_wait": 0.0, "sender_paced": 0.0}
+    shares = {"busy": _sum(gaps, below=tau), "window": 0.0, "ack_wait": 0.0, "sender_paced": 0.0}
     big = np.flatnonzero(gaps >= tau)
     for i in big.tolist():
         gap = gaps[i].item()
@@ -235,7 +251,8 @@ def _pauses(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, view: _Vi
         clocked = restart is not None and restart <= max(0.5e-3, 0.1 * gap) and at[k].item() > dt[i].item() - delta
         shares["ack_wait" if flight and clocked else "sender_paced"] += gap
     send_span = (dt[-1] - dt[0]).item()
-    at_window = int(np.count_nonzero(view.window.astype(np.int64) - view.flight < 2 * seg_size))
+    at_window = sum(int(np.count_nonzero(view.window[lo:lo + CHUNK].astype(np.int64) - view.flight[lo:lo + CHUNK]
+                                         < 2 * seg_size)) for lo in range(0, len(view.t), CHUNK))
     return (tau, pairs(big, dt[:-1], gaps),
             PauseShares(**{k: v / send_span for k, v in shares.items()}) if send_span > 0 else None,
             round(at_window / len(view.t), 3) if len(view.t) else None)
@@ -264,9 +281,10 @@ def find_plateau(t: np.ndarray, values: np.ndarray, seg: int) -> Plateau | None:
     n = max(1, min(PLATEAU_SLICES, len(values) // 50))
     t0, t1 = t[0].item(), t[-1].item()
     width = (t1 - t0) / n or 1.0
-    k = np.minimum(n - 1, ((t - t0) / width).astype(np.int64))
     tops_all = np.zeros(n, np.int64)
-    np.maximum.at(tops_all, k, values)
+    for lo in range(0, len(values), CHUNK):  # each value into its slice's top, by chunks: no index per value
+        part = slice(lo, lo + CHUNK)
+        np.maximum.at(tops_all, np.minimum(n - 1, ((t[part] - t0) / width).astype(np.int64)), values[part])
     tops = [v for v in tops_all.tolist() if v]
     top = int(values.max())
     flat = bool(ceiling) and top <= ceiling + seg and all(abs(v - ceiling) <= seg for v in tops)
@@ -301,7 +319,8 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
     rtt = median_of(delays.sv) if len(delays.sv) else None
     deltas = delays.lags  # the lags, with the median RTT where unknown (in place: one array per data segment)
     deltas[np.isnan(deltas)] = rtt if rtt is not None else 0.0
-    view = _sender_view(f, d, a, deltas, sender_near)
+    dt = f.t[d]  # the data segments' times: one array, the view's times a part of it
+    view = _sender_view(f, d, a, dt, deltas, sender_near)
     end = f.t[-1].item()
     delivered, source, series, total, steady, transfer_s = _goodput(f, d, a, sender_near, interval_s, end)
     tau, gaps, shares, at_window = _pauses(f, d, a, deltas, view, rtt, seg_size, link_rate_bps)
@@ -310,9 +329,8 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
     base_candidates = ([base_rtt(samples) if samples is not None else _base_rtt(delays.sv)] if len(delays.sv)
                        else []) + ([initial_rtt_ms / 1e3] if initial_rtt_ms else [])
     zoom = _zoom(f, d, rtt)
-    dt, at, retrans = f.t[d], f.t[a], f.has("retrans")[d]
-    flen = f.flen[d].astype(np.int64)
-    lens = f.len[d].astype(np.int64)
+    at, retrans = f.t[a], f.has("retrans")[d]
+    lens = f.len[d]
     flights = view.flight
     return TransferFacts(
         mss_used=seg_size,
@@ -321,7 +339,7 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         receiver_acks=pairs(thin_index(len(a), (zoom[0] - (rtt or 0) <= at) & (at <= zoom[1])), at, f.ack[a], f.win[a]),
         data_segment_count=len(d), resent_segment_count=int(np.count_nonzero(retrans)),
         rtt_sample_count=len(delays.sv),
-        data_wire_bytes=int((np.maximum(flen, MIN_FRAME) + OVERHEAD).sum()),
+        data_wire_bytes=_wire_bytes(f.flen, d),
         in_flight=pairs(thin_index(len(view.t)), view.t, flights),
         in_flight_window=pairs(thin_index(len(view.t)), view.t, view.window),
         in_flight_source=delays.in_flight_source,
@@ -331,7 +349,8 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         rtt_samples=pairs(thin_index(len(delays.sv)), delays.st, delays.sv), rtt_ms=None if rtt is None else rtt * 1e3,
         rtt_source=delays.rtt_source, window_release_ms=delays.window_release_ms,
         base_rtt_s=min(base_candidates) if base_candidates else None,
-        payload_bytes=int(lens[~retrans].sum()), retransmitted_bytes=int(lens[retrans].sum()),
+        payload_bytes=int(lens[~retrans].sum(dtype=np.int64)),
+        retransmitted_bytes=int(lens[retrans].sum(dtype=np.int64)),
         delivered=delivered, goodput_from=source, goodput=tuple(series),
         goodput_mbps=total, steady_goodput_mbps=steady, transfer_s=transfer_s,
         idle_gaps=gaps, idle_threshold_s=tau, pause_shares=shares,
@@ -340,6 +359,12 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         plateau=find_plateau(view.t, flights, seg_size),
         warnings=delays.warnings,
     )
+
+
+def _wire_bytes(flen: np.ndarray, d: np.ndarray) -> int:
+    """The data frames' bytes on the wire (padded to the minimum frame, with the preamble and gap), by chunks."""
+    return sum(int((np.maximum(flen[d[lo:lo + CHUNK]].astype(np.int64), MIN_FRAME) + OVERHEAD).sum())
+               for lo in range(0, len(d), CHUNK))
 
 
 def _base_rtt(values: np.ndarray) -> float:
