@@ -189,15 +189,15 @@ def _delivered(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool) -> tupl
         if moved.any():
             return f.t[a][use][moved], (capped - before)[moved], "receiver's ACKs (capture at the sender)"
     fresh = ~f.has("retrans")[d]
-    return dt[fresh], f.len[d][fresh].astype(np.int64), "first arrivals of payload"
+    return dt[fresh], f.len[d][fresh], "first arrivals of payload"  # lengths in their 2 bytes: summed as int64
 
 
 def _goodput(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool, interval_s: float, end: float):
     when, nbytes, source = _delivered(f, d, a, sender_near)
     first, last = f.t[d][0].item(), when[-1].item()
     span = last - first if last - first > 0 else None
-    total = int(nbytes.sum())
-    bins = np.bincount((when // interval_s).astype(np.int64), weights=nbytes.astype(np.float64))
+    total = int(nbytes.sum(dtype=np.int64))
+    bins = _bytes_per_interval(when, nbytes, interval_s)
     series = []
     top = len(bins) - 1
     for k in range(0, top + 1):
@@ -218,7 +218,19 @@ def _thin_sum(when: np.ndarray, nbytes: np.ndarray, limit: int = LIMIT) -> tuple
         return pairs(np.arange(n), when, nbytes)
     stride = math.ceil(n / limit)
     starts = np.arange(0, n, stride)
-    return tuple(zip(when[starts].tolist(), np.add.reduceat(nbytes, starts).tolist(), strict=True))
+    return tuple(zip(when[starts].tolist(), np.add.reduceat(nbytes, starts, dtype=np.int64).tolist(), strict=True))
+
+
+def _bytes_per_interval(when: np.ndarray, nbytes: np.ndarray, interval_s: float) -> np.ndarray:
+    """Bytes delivered in each interval, counted by chunks (whole numbers as floats: exact in any order)."""
+    bins = np.zeros(0)
+    for lo in range(0, len(when), CHUNK):
+        part = slice(lo, lo + CHUNK)
+        chunk = np.bincount((when[part] // interval_s).astype(np.int64), weights=nbytes[part].astype(np.float64))
+        if len(chunk) > len(bins):
+            bins = np.r_[bins, np.zeros(len(chunk) - len(bins))]
+        bins[:len(chunk)] += chunk
+    return bins
 
 
 def _pause_threshold(gaps: np.ndarray, rtt: float | None, seg_size: int, link_rate_bps: float | None) -> float:
@@ -369,5 +381,9 @@ def _wire_bytes(flen: np.ndarray, d: np.ndarray) -> int:
 
 def _base_rtt(values: np.ndarray) -> float:
     """``transfer.base_rtt`` of three or more samples: the lowest median of three in a row."""
-    a, b, c = values[:-2], values[1:-1], values[2:]
-    return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c)).min().item()
+    n, low = len(values) - 2, math.inf
+    for lo in range(0, n, CHUNK):  # by chunks (each with the two values after it): no array per sample
+        hi = min(lo + CHUNK, n)
+        a, b, c = values[lo:hi], values[lo + 1:hi + 1], values[lo + 2:hi + 2]
+        low = min(low, np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c)).min().item())
+    return low
