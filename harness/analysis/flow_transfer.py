@@ -45,13 +45,38 @@ def _sum(values: np.ndarray, below: float | None = None) -> float:
 
 @dataclass
 class _Delays:
-    st: np.ndarray       # RTT samples: time, value
+    """The RTT samples (times ``st``, values ``sv``) and the lag per data segment. The samples' times, one per
+    data segment at most, are not copied: ``st`` is ``times[chosen]`` (all of ``times`` when ``chosen`` is None),
+    and ``times_of`` picks the few that are shown."""
+
+    times: np.ndarray
+    chosen: np.ndarray | None
     sv: np.ndarray
     lags: np.ndarray     # per data segment, NaN where unknown
     rtt_source: str
     in_flight_source: str
     window_release_ms: float | None = None
     warnings: tuple[str, ...] = ()
+
+    @property
+    def st(self) -> np.ndarray:
+        return self.times if self.chosen is None else self.times[self.chosen]
+
+    def times_of(self, index: np.ndarray) -> np.ndarray:
+        """The times of the samples `index` (ascending)."""
+        return self.times[index if self.chosen is None else _nth_true(self.chosen, index)]
+
+
+def _nth_true(mask: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The positions of the ranks-th True values of a mask (ranks ascending), by chunks."""
+    out = np.zeros(len(ranks), np.int64)
+    seen = 0
+    for lo in range(0, len(mask), CHUNK):
+        where = np.flatnonzero(mask[lo:lo + CHUNK])
+        a, b = np.searchsorted(ranks, [seen, seen + len(where)])
+        out[a:b] = where[ranks[a:b] - seen] + lo
+        seen += len(where)
+    return out
 
 
 def _timestamp_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retrans: np.ndarray) -> _Delays | None:
@@ -76,7 +101,7 @@ def _timestamp_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retra
     use = ~np.isnan(lags) & ~retrans
     if np.count_nonzero(use) < 3:
         return None
-    return _Delays(dt[use], lags[use], lags,
+    return _Delays(dt, use, lags[use], lags,
                    "timestamp echo: data's TSecr back to the receiver's segment with that TSval",
                    "estimated at the receiver: data edge minus the receiver's ACK the sender had seen (timestamp echo)")
 
@@ -95,43 +120,45 @@ def _receiver_side_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, r
     use = inside & ~retrans
     if len(a):
         use &= at[kk] <= dt
-    rt, rv = dt[use], (dt[use] - at[kk][use] if len(a) else dt[use])
+    rv = dt[use] - at[kk][use] if len(a) else dt[use]
     r10 = percentile_of(rv, 10)
     if r10 is not None and (irtt is None or r10 <= 3 * irtt + 1e-3):
-        return _Delays(rt, rv, np.full(n, r10),
+        return _Delays(dt, use, rv, np.full(n, r10),
                        "window release: ACK that opened the window to the data it released (capture at receiver)",
                        f"estimated at the receiver: data edge minus the receiver's ACK {r10 * 1e3:.2f} ms "
                        "(one RTT) earlier")
     if irtt is not None:
-        return _Delays(np.array([0.0]), np.array([irtt]), np.full(n, irtt),
+        return _Delays(np.array([0.0]), None, np.array([irtt]), np.full(n, irtt),
                        "handshake only (no timestamps; the sender did not wait for the window)",
                        f"estimated at the receiver with the handshake RTT {irtt * 1e3:.2f} ms: a lower "
                        "bound (no timestamps, RTT under load unknown)",
                        window_release_ms=None if r10 is None else round(r10 * 1e3, 3),
                        warnings=("in flight at the receiver is a lower bound: no timestamps, and the sender did "
                                  "not wait for the window, so its RTT under load is unknown",))
-    return _Delays(np.zeros(0), np.zeros(0), np.zeros(n), "none",
+    return _Delays(np.zeros(0), None, np.zeros(0), np.zeros(n), "none",
                    "as seen at the capture point (receiver side; no RTT estimate)",
                    warnings=("no RTT estimate: in flight is shown as seen at the receiver",))
 
 
-def _delays(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool, irtt: float | None) -> _Delays:
-    dt, retrans = f.t[d], f.has("retrans")[d]
+def _delays(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, sender_near: bool,
+            irtt: float | None) -> _Delays:
+    retrans = f.has("retrans")[d]
     if sender_near:
         rtt = f.ack_rtt_dense(a)
         use = ~np.isnan(rtt) & ((f.flags[a] & SYN) == 0)
-        delays = _Delays(f.t[a][use], rtt[use], np.zeros(len(d)),
+        delays = _Delays(f.t[a][use], None, rtt[use], np.zeros(len(d)),
                          "tshark ack_rtt of the receiver's ACKs (capture at the sender)",
                          "tshark bytes_in_flight (capture at the sender)")
     else:
         delays = _receiver_side_lags(f, d, a, dt, retrans, irtt)
-    st, sv, source = delays.st, delays.sv, delays.rtt_source
+    sv, source = delays.sv, delays.rtt_source
     if len(sv) < 3 and irtt is not None and not np.any(sv == irtt):
-        st, sv = np.r_[st, 0.0], np.r_[sv, irtt]
+        delays.times, delays.chosen, sv = np.r_[delays.st, 0.0], None, np.r_[sv, irtt]
         source += "; with the handshake's initial RTT (few samples)"
     if not len(sv):
         source = "none: no ACK RTTs, no timestamps, no window releases and no handshake"
-    return _Delays(st, sv, delays.lags, source, delays.in_flight_source, delays.window_release_ms, delays.warnings)
+    return _Delays(delays.times, delays.chosen, sv, delays.lags, source, delays.in_flight_source,
+                   delays.window_release_ms, delays.warnings)
 
 
 @dataclass
@@ -327,11 +354,11 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
     seg_size = int(f.len[d].max())
     sender_near = near == snd
     irtt = initial_rtt_ms / 1e3 if initial_rtt_ms is not None else None
-    delays = _delays(f, d, a, sender_near, irtt)
+    dt = f.t[d]  # the data segments' times: one array, the RTT samples' and the view's times parts of it
+    delays = _delays(f, d, a, dt, sender_near, irtt)
     rtt = median_of(delays.sv) if len(delays.sv) else None
     deltas = delays.lags  # the lags, with the median RTT where unknown (in place: one array per data segment)
     deltas[np.isnan(deltas)] = rtt if rtt is not None else 0.0
-    dt = f.t[d]  # the data segments' times: one array, the view's times a part of it
     view = _sender_view(f, d, a, dt, deltas, sender_near)
     end = f.t[-1].item()
     delivered, source, series, total, steady, transfer_s = _goodput(f, d, a, sender_near, interval_s, end)
@@ -358,7 +385,7 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         in_flight_stats=FlightStats(int(flights.min()) if len(flights) else None, percentile_of(flights, 50),
                                     percentile_of(flights, 95), int(flights.max()) if len(flights) else None),
         segments_at_window=at_window,
-        rtt_samples=pairs(thin_index(len(delays.sv)), delays.st, delays.sv), rtt_ms=None if rtt is None else rtt * 1e3,
+        rtt_samples=_rtt_samples(delays), rtt_ms=None if rtt is None else rtt * 1e3,
         rtt_source=delays.rtt_source, window_release_ms=delays.window_release_ms,
         base_rtt_s=min(base_candidates) if base_candidates else None,
         payload_bytes=int(lens[~retrans].sum(dtype=np.int64)),
@@ -371,6 +398,12 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         plateau=find_plateau(view.t, flights, seg_size),
         warnings=delays.warnings,
     )
+
+
+def _rtt_samples(delays: _Delays) -> tuple[tuple[float, float], ...]:
+    """The RTT samples thinned for the plots, their times picked without an array of them all."""
+    index = thin_index(len(delays.sv))
+    return tuple(zip(delays.times_of(index).tolist(), delays.sv[index].tolist(), strict=True))
 
 
 def _wire_bytes(flen: np.ndarray, d: np.ndarray) -> int:
