@@ -11,6 +11,7 @@ values).
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 
@@ -66,9 +67,13 @@ class Flow:
 
     @classmethod
     def of(cls, columns: ConnectionColumns) -> Flow:
+        """The columns read in place; the flow takes them (`columns` is left empty), so that a column is freed
+        once the measure has used it (``drop``)."""
         i = {k: _view(v) for k, v in columns.ints.items()}
+        columns.ints = {k: array(v.typecode) for k, v in columns.ints.items()}
         bits = _view(columns.bits)
         t = _view(columns.t)
+        columns.t, columns.bits = array("d"), array(columns.bits.typecode)
         t -= columns.t0  # seconds from the first frame, in place: the columns are the chosen connection's own
         flags = (bits >> FLAGS_SHIFT).astype(np.uint16)  # the TCP flags, 12 bits above the scan's own
         return cls(t, ((bits & SIDE) != 0).astype(np.int8), bits, flags, i["seq"],
@@ -78,6 +83,11 @@ class Flow:
 
     def __len__(self) -> int:
         return len(self.t)
+
+    def drop(self, *names: str) -> None:
+        """Free columns the measure has no more use for (4 bytes a frame each)."""
+        for name in names:
+            setattr(self, name, np.zeros(0, getattr(self, name).dtype))
 
     def nxt(self, index: np.ndarray) -> np.ndarray:
         """tshark's next sequence number of the frames `index` (ascending): seq + len, or what tshark said."""

@@ -83,13 +83,16 @@ def _timestamp_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retra
     has_ts = f.has("tsval")[a]
     if not has_ts.any():
         return None
-    tsv = f.tsval[a][has_ts]
-    at = f.t[a][has_ts]
+    tsv = f.tsval[a[has_ts]]
     order = np.argsort(tsv, kind="stable")
     keys = tsv[order]
+    del tsv
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)] - 1
-    unique, first_t, last_t = keys[starts], at[order][starts], at[order][ends]
+    at = f.t[a[has_ts][order]]  # the ACKs' times in the order of their TSvals
+    del order
+    unique, first_t, last_t = keys[starts], at[starts], at[ends]
+    del keys, at, starts, ends  # only one value per distinct TSval is needed from here
     lags = np.full(len(d), np.nan)
     for lo in range(0, len(d), CHUNK):  # in chunks: the work arrays stay small however long the capture
         part = slice(lo, lo + CHUNK)
@@ -354,8 +357,11 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
     seg_size = int(f.len[d].max())
     sender_near = near == snd
     irtt = initial_rtt_ms / 1e3 if initial_rtt_ms is not None else None
+    wire_bytes = _wire_bytes(f.flen, d)
+    f.drop("flen", *(() if sender_near else ("bif",)))  # each is 2 or 4 bytes a frame, not needed further
     dt = f.t[d]  # the data segments' times: one array, the RTT samples' and the view's times parts of it
     delays = _delays(f, d, a, dt, sender_near, irtt)
+    f.drop("tsval", "tsecr")
     rtt = median_of(delays.sv) if len(delays.sv) else None
     deltas = delays.lags  # the lags, with the median RTT where unknown (in place: one array per data segment)
     deltas[np.isnan(deltas)] = rtt if rtt is not None else 0.0
@@ -378,7 +384,7 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         receiver_acks=pairs(thin_index(len(a), (zoom[0] - (rtt or 0) <= at) & (at <= zoom[1])), at, f.ack[a], f.win[a]),
         data_segment_count=len(d), resent_segment_count=int(np.count_nonzero(retrans)),
         rtt_sample_count=len(delays.sv),
-        data_wire_bytes=_wire_bytes(f.flen, d),
+        data_wire_bytes=wire_bytes,
         in_flight=pairs(thin_index(len(view.t)), view.t, flights),
         in_flight_window=pairs(thin_index(len(view.t)), view.t, view.window),
         in_flight_source=delays.in_flight_source,
