@@ -15,9 +15,10 @@ from captures_gen import DEVICE_IP, PEER_IP, Scenario, simulate, udp_frame, writ
 from harness.analysis import CaptureAnalysis, load_capture
 from harness.analysis.capture import TsharkStream, block_row_count, block_rows, read_capture
 from harness.analysis.facts import Facts, _bounds
-from harness.analysis.flow import Flow
+from harness.analysis.flow import Flow, thin_index
 from harness.analysis.frames import segments, select_connection
 from harness.analysis.scan import CaptureScan
+from harness.analysis.series import thin
 from harness.analysis.sides import other_side
 from harness.analysis.verdict import judge
 
@@ -186,3 +187,12 @@ def test_next_sequence_numbers_are_seq_plus_len_but_where_tshark_says_otherwise(
         flow = Flow.of(columns)
         assert len(columns.nxt_at) >= 2  # the SYN and the SYN-ACK at least
         assert flow.nxt(np.arange(len(flow))).tolist() == [s.nxt for s in segments(mine)[0]]
+
+
+@pytest.mark.parametrize("n", [5, 20_000, 20_001, 39_999, 100_003])
+def test_thin_index_keeps_the_points_series_thin_keeps(n):
+    """``flow.thin_index`` (built from the strides) picks what ``series.thin`` picks, point by point."""
+    rng = np.random.default_rng(n)
+    for keep in (None, rng.random(n) < 0.01, rng.random(n) < 0.6, np.zeros(n, bool)):
+        wanted = None if keep is None else (lambda i, keep=keep: bool(keep[i]))
+        assert thin_index(n, keep).tolist() == list(thin(range(n), wanted))

@@ -124,18 +124,18 @@ class Flow:
 
 
 def thin_index(n: int, keep: np.ndarray | None = None, limit: int = LIMIT) -> np.ndarray:
-    """The indices ``series.thin`` keeps of n points (``keep``: the mask of points wanted)."""
+    """The indices ``series.thin`` keeps of n points (``keep``: the mask of points wanted): every stride-th and
+    the last, and the first wanted ones of the rest (built from the strides, not an index per point)."""
     if n <= limit:
         return np.arange(n)
     wanted = limit // 2 if keep is not None else 0
     stride = -(-n // (limit - wanted - 1))
-    index = np.arange(n)
-    base = (index % stride == 0) | (index == n - 1)
-    chosen = base.copy()
-    if wanted and keep is not None:
-        extra = np.flatnonzero(keep & ~base)[:wanted]
-        chosen[extra] = True
-    return np.flatnonzero(chosen)
+    base = np.union1d(np.arange(0, n, stride), [n - 1])
+    if not wanted or keep is None:
+        return base
+    rest = keep.copy()
+    rest[base] = False
+    return np.union1d(base, np.flatnonzero(rest)[:wanted])
 
 
 def pairs(index: np.ndarray, *columns: np.ndarray) -> tuple[tuple, ...]:
@@ -179,9 +179,10 @@ def _counter(values: np.ndarray) -> Counter:
 def _windows(f: Flow, index: int) -> tuple[WindowStats, tuple[tuple[float, int], ...]]:
     """The reference's ``_windows`` on columns."""
     acks = np.flatnonzero((f.side == index) & ((f.flags & ACK) != 0) & ((f.flags & (SYN | RST)) == 0))
+    acks = acks.astype(np.int32) if len(f) < 1 << 31 else acks
     stats = WindowStats(count=len(acks))
     if len(acks):
-        wins = f.win[acks].astype(np.int64)
+        wins = f.win[acks]  # in the column's own type: the same counts, median and extremes as Python ints
         stats.values = _counter(wins)
         stats.min, stats.max = int(wins.min()), int(wins.max())
         stats.median = median_of(wins)

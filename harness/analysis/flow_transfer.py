@@ -369,6 +369,7 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
     end = f.t[-1].item()
     delivered, source, series, total, steady, transfer_s = _goodput(f, d, a, sender_near, interval_s, end)
     tau, gaps, shares, at_window = _pauses(f, d, a, deltas, view, rtt, seg_size, link_rate_bps)
+    delays.lags = deltas = np.zeros(0)  # no further use: freed (one float per data segment)
     rto_count, rto_stall = _timeouts(f, d, rtt)
     samples = list(zip(delays.st.tolist(), delays.sv.tolist(), strict=True)) if len(delays.sv) < 3 else None
     base_candidates = ([base_rtt(samples) if samples is not None else _base_rtt(delays.sv)] if len(delays.sv)
