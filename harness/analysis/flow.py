@@ -3,7 +3,7 @@
 The analysis once read a list of ``Segment`` objects (about 0.4 kB a frame, plus the lists built
 from it); that implementation stays in the tests (``tests/analysis_reference.py``) as the reference
 they hold this module to. Here the same figures come from the scan's compact columns
-(``scan.ConnectionColumns``, about 50 bytes a frame) read in place as numpy arrays, every step
+(``scan.ConnectionColumns``, about 44 bytes a frame) read in place as numpy arrays, every step
 vectorised or looping only over what is rare (pauses, the handshake): the numbers are the same,
 operation for operation (sums of floats in the same order, medians and percentiles of the same
 values).

@@ -1,11 +1,13 @@
 """One pass over tshark's rows as they come: the capture's facts, and each connection's frames in columns.
 
 A row of tshark's text costs about 1.7 kB as Python strings, a ``Segment`` about 0.4 kB; a
-frame here costs one number per column in a compact typed array (about 50 bytes), and no row is kept
+frame here costs one number per column in a compact typed array (about 44 bytes), and no row is kept
 once read. What the whole capture needs (frame counts, snap length, the connections' tallies,
 what the frames carry when none is TCP) are counters. ``CaptureScan.finish`` gives the same
 ``CaptureFacts`` as ``frames.select_connection`` on the list of rows; ``flow.Flow`` reads the chosen
-connection's columns as numpy arrays, without one object per frame.
+connection's columns as numpy arrays, without one object per frame. tshark's lines come in blocks
+(``read_blocks``), read as columns at once by ``scan_lines``; ``read`` takes rows one by one, as
+the rare lines of a block are taken.
 """
 
 from __future__ import annotations
