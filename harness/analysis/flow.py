@@ -99,7 +99,7 @@ class Flow:
         return out
 
     def has(self, name: str) -> np.ndarray:
-        """Frames where tshark gave the field (one of ``scan._FLAGS``)."""
+        """Frames where tshark gave the field (one of ``scan_lines._FLAGS``)."""
         return (self.bits & BIT[name]) != 0
 
     def has_tsecr(self) -> np.ndarray:

@@ -86,7 +86,7 @@ def _segment(r: Row, side: int, t: float) -> Segment:
 
 @dataclass
 class ConnectionColumns:
-    """The frames of one connection, one compact typed array per field (about 40 bytes a frame).
+    """The frames of one connection, one compact typed array per field (about 44 bytes a frame).
 
     What only the handshake needs (MSS, window scale, SACK, the initial RTT) is kept once, as the first
     SYN's and SYN-ACK's ``Segment``; tshark's ACK RTT, present on a part of the frames, is kept sparse, and so
