@@ -17,14 +17,12 @@ import textwrap
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
-
-from matplotlib import rc_context
-from matplotlib.collections import LineCollection
-from matplotlib.figure import Figure
-from PIL import Image
+from typing import TYPE_CHECKING, TypeVar
 
 from harness.analysis.capture_analysis import CaptureAnalysis
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLOURS = {
     "data": "#1f4e9c",       # sender's segments
@@ -44,6 +42,15 @@ MAX_MARKS = 2000
 T = TypeVar("T")
 
 
+def new_figure(width: float = 10, height: float = 6.2) -> Figure:
+    """An empty figure (Agg, laid out by matplotlib's constrained layout). matplotlib is imported here, on the
+    first plot: importing it takes about half a second of CPU, which every `netrepro` command paid at start,
+    plotting or not."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
 def plot_capture(analysis: CaptureAnalysis, out_dir: Path, title: str) -> list[Path]:
     """Write timeseq, goodput and window plots (PNG and SVG) into out_dir; returns the files.
 
@@ -56,7 +63,7 @@ def plot_capture(analysis: CaptureAnalysis, out_dir: Path, title: str) -> list[P
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for name, draw in (("timeseq", _time_sequence), ("goodput", _goodput), ("window", _window)):
-        fig = Figure(figsize=(10, 6.2), dpi=DPI, layout="constrained")
+        fig = new_figure()
         draw(fig, analysis)
         fig.suptitle(_title(analysis, title, name), fontsize=10.5, x=0.01, ha="left")
         written += save_figure(fig, out_dir / name)
@@ -66,6 +73,8 @@ def plot_capture(analysis: CaptureAnalysis, out_dir: Path, title: str) -> list[P
 def save_figure(fig: Figure, stem: Path) -> list[Path]:
     """Write the figure as stem.png and stem.svg (compacted: compact_svg); returns both paths."""
     stem.parent.mkdir(parents=True, exist_ok=True)
+    from matplotlib import rc_context
+
     paths = [stem.with_suffix(f".{ext}") for ext in ("png", "svg")]
     fig.savefig(paths[0], format="png")
     # rc_context is matplotlib's only way to set these; both are restored once the file is written. Text
@@ -131,6 +140,8 @@ def _compact_tag(match: re.Match[str]) -> str:
 
 def _palette_png(data: str) -> str:
     """A base64 RGBA PNG as a palette PNG of PALETTE colours, when that is smaller (it nearly always is)."""
+    from PIL import Image
+
     try:
         image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
         image.load()
@@ -182,6 +193,8 @@ def _by_column(items: Sequence[T], when: Callable[[T], float]) -> list[Sequence[
 
 def _time_sequence(fig: Figure, a: CaptureAnalysis) -> None:
     """Stevens/tcptrace style: each segment a vertical bar from seq to seq+len, ACK and window lines."""
+    from matplotlib.collections import LineCollection
+
     rtt = (a.rtt_ms or 5.0) / 1e3
     first = a.data_segments[0][0]
     last = a.data_segments[-1][0]
@@ -318,7 +331,7 @@ def plot_overlay(theirs: CaptureAnalysis, ours: CaptureAnalysis, out_dir: Path, 
     written: list[Path] = []
     for name, draw, what in (("against-timeseq", _overlay_time_sequence, "time / sequence"),
                              ("against-window", _overlay_window, "advertised window and bytes in flight")):
-        fig = Figure(figsize=(10, 6.2), dpi=DPI, layout="constrained")
+        fig = new_figure()
         draw(fig, drawn)
         verdicts = "; ".join([*(f"{label}: {a.verdict}" for a, label, _ in drawn), *([missing] if missing else [])])
         fig.suptitle(textwrap.fill(f"{title} - {what}", 130) + "\n" + textwrap.fill(verdicts, 130), fontsize=10.5,

@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
-
-from harness.analysis.plots import COLOURS, DPI, save_figure
+from harness.analysis.plots import COLOURS, new_figure, save_figure
 
 
 def plot_sweep(document: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -22,7 +20,7 @@ def plot_sweep(document: dict[str, Any], out_dir: Path) -> list[Path]:
     names = [a["name"] for a in document["spec"]["axes"]]
     written = []
     for name in names:
-        fig = Figure(figsize=(8, 5), dpi=DPI, layout="constrained")
+        fig = new_figure(8, 5)
         ax = fig.add_subplot()
         for label, series in _series(points, name, names).items():
             xs, ys, bounds = zip(*series, strict=True)
@@ -67,7 +65,7 @@ def _heatmap(document: dict[str, Any], points: Sequence[dict[str, Any]], names: 
     grid = [[float("nan")] * len(xs) for _ in ys]
     for p in points:
         grid[ys.index(_value(p, names[1]))][xs.index(_value(p, names[0]))] = p["throughput_mbps"]
-    fig = Figure(figsize=(8, 6), dpi=DPI, layout="constrained")
+    fig = new_figure(8, 6)
     ax = fig.add_subplot()
     image = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(xs)), [str(x) for x in xs])
@@ -88,7 +86,7 @@ def plot_frontier(trials: Sequence[dict[str, Any]], frontier: Sequence[dict[str,
                   budget: int, path_stem: Path, title: str) -> list[Path]:
     """Throughput against lwIP RAM: every trial run, the Pareto frontier joined, the budget as a line
     and `marks` (the report profiles: {"label", "ram", "throughput_mbps"}) as stars."""
-    fig = Figure(figsize=(9, 5.5), dpi=DPI, layout="constrained")
+    fig = new_figure(9, 5.5)
     ax = fig.add_subplot()
     ran = [t for t in trials if t.get("throughput_mbps") is not None]
     ax.scatter([t["lwip_ram"] / 1024 for t in ran], [t["throughput_mbps"] for t in ran], s=18,
