@@ -127,3 +127,13 @@ def test_a_real_run_with_json_shows_its_progress_on_stderr(tmp_path, no_leftover
     steps = re.findall(r"^\[\s*\d+\.\ds\] (.*)$", proc.stderr, re.M)
     assert any(s.startswith("booting openmv-n6") for s in steps), proc.stderr
     assert any(s.startswith("starting the peer namespace") for s in steps), proc.stderr
+
+
+def test_a_command_that_draws_nothing_does_not_load_matplotlib():
+    """matplotlib (about half a CPU second to import) is loaded on the first plot, not at the command's start."""
+    probe = ("import sys, contextlib, io\nfrom harness.cli.main import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    code = main(['platforms'])\n"
+             "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'PIL')))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=PROJECT_ROOT,
+                          timeout=120)
+    assert proc.stdout.split("\n")[0] == "0 []", (proc.stdout, proc.stderr)
