@@ -44,7 +44,8 @@ def _fake_measure(disturbed_tries: int):
                            capture="", console_log="", device="10.0.0.2", status="passed")
         result.throughput_mbps = 20.0 + tries
         lagged = tries < disturbed_tries
-        result.time = DeviceTime("device", dilation=plan.time.dilation, host_lagged=lagged,
+        result.time = DeviceTime("device", dilation=plan.time.dilation, model_mips=plan.time.model_mips,
+                                 host_mips=plan.time.host_mips, host_lagged=lagged,
                                  max_lag_ms=41.0 if lagged else 0.0).as_dict()
         result.save()
         return MeasuredRun(result, [], Progress(quiet=True))
@@ -150,3 +151,22 @@ def test_no_command_runs_a_plan_around_the_policy():
     around = [str(p.relative_to(harness)) for p in harness.rglob("*.py")
               if p.parent.name != "runs" and ".measure(" in p.read_text()]
     assert not around, around
+
+
+
+def test_run_checks_the_repeat_against_a_baseline_and_names_its_folder(tmp_path, disturbed, monkeypatch, capsys):
+    """The baseline check is of the run that stands (the repeat): its file and its line name the repeat's folder."""
+    monkeypatch.setattr(one_run_module, "build_firmware", lambda *_: FIRMWARE)
+    monkeypatch.setattr(Configuration, "resolve", lambda self, *_: SimpleNamespace(profile=SimpleNamespace(name="p")))
+    monkeypatch.setattr(TimeChoice, "for_platform", lambda self, *_: _device_time())
+    monkeypatch.setattr(one_run_module, "_comparable_baseline", lambda request: {"path": "b.json"})
+    monkeypatch.setattr(one_run_module, "compare_to_baseline",
+                        lambda result, *_: [f"throughput {result.throughput_mbps}"])
+    code = main(["run", "openmv-n6", "--workload", "rx", "--seconds", "1", "--out", str(tmp_path), "--against", "b"])
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert code == 1, err
+    (first,) = [d for d in tmp_path.iterdir() if not d.name.endswith("-slower")]
+    folder = f"{first}-slower"
+    assert json.loads((Path(folder) / "baseline-check.json").read_text())["failures"] == ["throughput 21.0"]
+    assert f"baseline b: 1 difference (b.json); run folder {folder}" in lines, lines

@@ -76,6 +76,7 @@ def run_one(request: RunRequest, progress: Progress | None = None) -> RunOutcome
     except NetreproError as exc:
         raise NetreproError(f"{exc.problem} (run folder kept: {run_dir})", exc.fix) from None
     outcome = RunOutcome(result, result.as_dict())
+    run_dir = Path(result.run_dir)  # the run that counts: a disturbed run's repeat has a folder of its own
     if baseline is not None:
         _check_baseline(outcome, request, baseline, run_dir)
     if request.save_baseline:
