@@ -17,7 +17,7 @@ from harness.analysis.capture import TsharkStream, block_row_count, block_rows, 
 from harness.analysis.facts import Facts, _bounds
 from harness.analysis.flow import Flow, thin_index
 from harness.analysis.frames import segments, select_connection
-from harness.analysis.scan import CaptureScan
+from harness.analysis.scan import CaptureScan, Steps, Times, _nanoseconds
 from harness.analysis.series import thin
 from harness.analysis.sides import other_side
 from harness.analysis.verdict import judge
@@ -113,9 +113,41 @@ def test_a_connection_costs_its_columns_per_frame(bulk):
     scan = CaptureScan().read(TsharkStream(bulk))
     (columns,) = scan.columns.values()
     assert len(columns) == 50_000
-    # compact typed columns (44 B: the TCP flags in the bit column, no next sequence number), not rows of strings
-    # (~1.7 kB a frame)
-    assert columns.nbytes() / len(columns) <= 46
+    # compact typed columns (24 B: the time and the TCP numbers as steps, the TCP flags in the bit column, no next
+    # sequence number; tshark's ACK RTT, 12 B, on the third of the frames that are ACKs: 28 B), not rows of
+    # strings (~1.7 kB a frame)
+    assert columns.nbytes() / len(columns) <= 29
+
+
+def test_steps_and_times_give_back_every_value():
+    """``Steps`` (2-byte steps per side, the large ones apart) and ``Times`` (nanosecond steps, the odd times
+    apart) give back each value, appended one by one or at once, whatever the jumps."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    side = rng.random(n) < 0.4
+    values = np.where(side, 5000 + np.cumsum(rng.integers(0, 3000, n)), np.cumsum(rng.integers(-20000, 20000, n)))
+    values[::97] = rng.integers(0, 1 << 32, len(values[::97]))  # jumps, a wrap of the 32 bits among them
+    values = values % (1 << 32)
+    by_one, at_once = Steps(), Steps()
+    for v, s in zip(values.tolist(), side.tolist(), strict=True):
+        by_one.append(v, int(s))
+    for lo in range(0, n, 700):
+        at_once.extend(values[lo:lo + 700].astype(np.int64), side[lo:lo + 700])
+    assert by_one == at_once and 0 < len(by_one.big_at) < n // 10
+    assert by_one.decode(side.astype(np.int8)).tolist() == values.tolist()
+    wide = Steps()
+    for v in (3, -5, 1 << 40, 7):
+        wide.append(v, 0)
+    assert wide.decode(np.zeros(4, np.int8)).tolist() == [3, -5, 1 << 40, 7]
+    texts = ["1.000000000", "1.000000300", "0.5", "1.000000400", "0.999999999", "6.500000000", "6.500000001",
+             "123456.123456789", "9007199.254740993", "9007199254.740993000"]
+    times = Times()
+    for text in texts:
+        times.append(_nanoseconds(text), float(text))
+    assert times.floats(0.25).tolist() == [float(text) - 0.25 for text in texts]
+    assert times.last_float(0.25) == float(texts[-1]) - 0.25
+    assert len(times.odd_at) == 3  # the one without nine decimals, the two at 2**53 ns or beyond
+    assert len(times.big_at) == 3  # the one back, the two steps of 4.29 s or more
 
 
 def _analysis_peak(path: Path) -> int:
@@ -131,11 +163,12 @@ def _analysis_peak(path: Path) -> int:
 def test_the_analysis_costs_a_few_columns_per_frame_not_objects(bulk, big):
     small_peak, big_peak = _analysis_peak(bulk), _analysis_peak(big)
     per_frame = (big_peak - small_peak) / (200_000 - 50_000)
-    # compact columns (44 B a frame) and numpy's work arrays (in chunks, 4-byte where they can be): ~75 B a frame
-    # at the peak (105 before the view's and the sums' arrays were cut); a Segment per frame and the lists built
-    # on them cost ~900 B a frame (5,000,000 frames: 5.3 GB)
-    assert per_frame < 100, (small_peak, big_peak, per_frame)
-    assert big_peak < 60e6, big_peak
+    # compact columns (24 B a frame, decoded by chunks) and numpy's work arrays (in chunks, 4-byte where they can
+    # be, the data's and the ACKs' own columns): ~40 B a frame at the peak between these two captures, whose
+    # frames all fit in one chunk (262,144) of the work arrays (~75 with the 44-byte columns read in place); a
+    # Segment per frame and the lists built on them cost ~900 B a frame (5,000,000 frames: 5.3 GB)
+    assert per_frame < 45, (small_peak, big_peak, per_frame)
+    assert big_peak < 30e6, big_peak
 
 
 def _mixed_capture(path: Path) -> Path:

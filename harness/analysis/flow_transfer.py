@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.analysis.flow import Flow, pairs, thin_index
+from harness.analysis.flow import Flow, _index, pairs, thin_index
 from harness.analysis.frames import ACK, RST, SYN
 from harness.analysis.numbers import median_of, percentile_of, rounded
 from harness.analysis.scan_lines import HAS_BIF, HAS_TSECR
@@ -79,27 +79,28 @@ def _nth_true(mask: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return out
 
 
-def _timestamp_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retrans: np.ndarray) -> _Delays | None:
-    has_ts = f.has("tsval")[a]
-    if not has_ts.any():
+def _timestamp_lags(data: Flow, acks: Flow, retrans: np.ndarray) -> _Delays | None:
+    has_ts = _index(acks.has("tsval"))
+    if not len(has_ts):
         return None
-    tsv = f.tsval[a[has_ts]]
+    tsv = acks.tsval[has_ts]
     order = np.argsort(tsv, kind="stable")
     keys = tsv[order]
     del tsv
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)] - 1
-    at = f.t[a[has_ts][order]]  # the ACKs' times in the order of their TSvals
+    at = acks.t[has_ts[order]]  # the ACKs' times in the order of their TSvals
     del order
     unique, first_t, last_t = keys[starts], at[starts], at[ends]
     del keys, at, starts, ends  # only one value per distinct TSval is needed from here
-    lags = np.full(len(d), np.nan)
-    for lo in range(0, len(d), CHUNK):  # in chunks: the work arrays stay small however long the capture
+    dt, tsecrs = data.t, data.tsecr
+    lags = np.full(len(data), np.nan)
+    for lo in range(0, len(data), CHUNK):  # in chunks: the work arrays stay small however long the capture
         part = slice(lo, lo + CHUNK)
-        tsecr, t = f.tsecr[d[part]], dt[part]
+        tsecr, t = tsecrs[part], dt[part]
         k = np.minimum(np.searchsorted(unique, tsecr), len(unique) - 1)
         span0, span1 = first_t[k], last_t[k]
-        ok = ((f.bits[d[part]] & HAS_TSECR) != 0) & (unique[k] == tsecr) & ~(span0 > t)
+        ok = ((data.bits[part] & HAS_TSECR) != 0) & (unique[k] == tsecr) & ~(span0 > t)
         lags[part][ok] = t[ok] - (span0[ok] + np.minimum(span1[ok], t[ok])) / 2
     use = ~np.isnan(lags) & ~retrans
     if np.count_nonzero(use) < 3:
@@ -109,21 +110,19 @@ def _timestamp_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retra
                    "estimated at the receiver: data edge minus the receiver's ACK the sender had seen (timestamp echo)")
 
 
-def _receiver_side_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, retrans: np.ndarray,
-                        irtt: float | None) -> _Delays:
-    echoed = _timestamp_lags(f, d, a, dt, retrans)
+def _receiver_side_lags(data: Flow, acks: Flow, retrans: np.ndarray, irtt: float | None) -> _Delays:
+    echoed = _timestamp_lags(data, acks, retrans)
     if echoed is not None:
         return echoed
-    n = len(d)
-    at = f.t[a]
-    edges = np.maximum(np.maximum.accumulate(f.ack[a].astype(np.int64) + f.win[a]), 0) if len(a) else at
-    k = np.searchsorted(edges, f.nxt(d).astype(np.int64), side="left")
-    inside = k < len(a)
-    kk = np.minimum(k, max(len(a) - 1, 0))
+    n, dt, at = len(data), data.t, acks.t
+    edges = np.maximum(np.maximum.accumulate(acks.ack.astype(np.int64) + acks.win), 0) if len(acks) else at
+    k = np.searchsorted(edges, data.nxt().astype(np.int64), side="left")
+    inside = k < len(acks)
+    kk = np.minimum(k, max(len(acks) - 1, 0))
     use = inside & ~retrans
-    if len(a):
+    if len(acks):
         use &= at[kk] <= dt
-    rv = dt[use] - at[kk][use] if len(a) else dt[use]
+    rv = dt[use] - at[kk][use] if len(acks) else dt[use]
     r10 = percentile_of(rv, 10)
     if r10 is not None and (irtt is None or r10 <= 3 * irtt + 1e-3):
         return _Delays(dt, use, rv, np.full(n, r10),
@@ -143,17 +142,16 @@ def _receiver_side_lags(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, r
                    warnings=("no RTT estimate: in flight is shown as seen at the receiver",))
 
 
-def _delays(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, sender_near: bool,
-            irtt: float | None) -> _Delays:
-    retrans = f.has("retrans")[d]
+def _delays(data: Flow, acks: Flow, sender_near: bool, irtt: float | None) -> _Delays:
+    retrans = data.has("retrans")
     if sender_near:
-        rtt = f.ack_rtt_dense(a)
-        use = ~np.isnan(rtt) & ((f.flags[a] & SYN) == 0)
-        delays = _Delays(f.t[a][use], None, rtt[use], np.zeros(len(d)),
+        rtt = acks.ack_rtt_dense()
+        use = ~np.isnan(rtt) & ((acks.flags & SYN) == 0)
+        delays = _Delays(acks.t[use], None, rtt[use], np.zeros(len(data)),
                          "tshark ack_rtt of the receiver's ACKs (capture at the sender)",
                          "tshark bytes_in_flight (capture at the sender)")
     else:
-        delays = _receiver_side_lags(f, d, a, dt, retrans, irtt)
+        delays = _receiver_side_lags(data, acks, retrans, irtt)
     sv, source = delays.sv, delays.rtt_source
     if len(sv) < 3 and irtt is not None and not np.any(sv == irtt):
         delays.times, delays.chosen, sv = np.r_[delays.st, 0.0], None, np.r_[sv, irtt]
@@ -174,57 +172,58 @@ class _View:
     window: np.ndarray
 
 
-def _sender_view(f: Flow, d: np.ndarray, a: np.ndarray, dt: np.ndarray, deltas: np.ndarray,
-                 sender_near: bool) -> _View:
+def _sender_view(data: Flow, acks: Flow, deltas: np.ndarray, sender_near: bool) -> _View:
     """Chunk by chunk into arrays of one value per data segment, filled in place: in flight in 4 bytes while
     it fits (it is a 32-bit difference or tshark's 32-bit count), the times a view of the segments' own."""
-    at = f.t[a]
-    ok = np.zeros(len(d), bool)
-    flights = np.zeros(len(d), np.uint32)
-    windows = np.zeros(len(d), f.win.dtype)
+    dt, at, ack, win = data.t, acks.t, acks.ack, acks.win
+    bif = data.bif if sender_near else None
+    ok = np.zeros(len(data), bool)
+    flights = np.zeros(len(data), np.uint32)
+    windows = np.zeros(len(data), win.dtype)
     filled, high = 0, 0  # high: the running right edge of the data sent
-    for lo in range(0, len(d), CHUNK):
+    for lo in range(0, len(data), CHUNK):
         part = slice(lo, lo + CHUNK)
-        dp = d[part]
-        edge = np.maximum(np.maximum.accumulate(f.nxt(dp)), high)
+        edge = np.maximum(np.maximum.accumulate(data.nxt(part)), high)
         high = edge[-1].item()
         k = np.searchsorted(at, dt[part] - deltas[part], side="right") - 1
         ok[part] = k >= 0
         k = k[ok[part]]
-        flight = np.maximum(0, edge[ok[part]] - f.ack[a[k]])
-        if sender_near:
-            flight = np.where((f.bits[dp][ok[part]] & HAS_BIF) != 0, f.bif[dp][ok[part]], flight)
+        flight = np.maximum(0, edge[ok[part]] - ack[k])
+        if bif is not None:
+            flight = np.where((data.bits[part][ok[part]] & HAS_BIF) != 0, bif[part][ok[part]], flight)
         if len(flight) and flight.max() > np.iinfo(flights.dtype).max:
             flights = flights.astype(np.int64)
         flights[filled:filled + len(k)] = flight
-        windows[filled:filled + len(k)] = f.win[a[k]]
+        windows[filled:filled + len(k)] = win[k]
         filled += len(k)
-    first = int(np.argmax(ok)) if filled else len(d)
+    first = int(np.argmax(ok)) if filled else len(data)
     # the segments that followed an ACK: all but the first few, as a rule (then a view of their times, no copy)
-    t = dt[first:] if filled == len(d) - first else dt[ok]
+    t = dt[first:] if filled == len(data) - first else dt[ok]
     return _View(t, flights[:filled], windows[:filled])
 
 
-def _delivered(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool) -> tuple[np.ndarray, np.ndarray, str]:
-    dt = f.t[d]
+def _delivered(data: Flow, acks: Flow, sender_near: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    dt = data.t
     if sender_near:
         first = dt[0]
-        done0 = int(f.seq[d].min())
-        top = int(f.nxt(d).max())
-        use = f.t[a] >= first
-        ack = f.ack[a][use].astype(np.int64)
+        done0 = int(data.seq.min())
+        top = int(data.nxt().max())
+        use = acks.t >= first
+        ack = acks.ack[use].astype(np.int64)
         capped = np.minimum(ack, top)
         before = np.maximum(done0, np.r_[done0, np.maximum.accumulate(capped)[:-1]]) if len(ack) else ack
         moved = ack > before
         if moved.any():
-            return f.t[a][use][moved], (capped - before)[moved], "receiver's ACKs (capture at the sender)"
-    fresh = ~f.has("retrans")[d]
-    return dt[fresh], f.len[d][fresh], "first arrivals of payload"  # lengths in their 2 bytes: summed as int64
+            return acks.t[use][moved], (capped - before)[moved], "receiver's ACKs (capture at the sender)"
+    fresh = ~data.has("retrans")
+    if fresh.all():  # the segments' own arrays, not copies
+        return dt, data.len, "first arrivals of payload"
+    return dt[fresh], data.len[fresh], "first arrivals of payload"  # lengths in their 2 bytes: summed as int64
 
 
-def _goodput(f: Flow, d: np.ndarray, a: np.ndarray, sender_near: bool, interval_s: float, end: float):
-    when, nbytes, source = _delivered(f, d, a, sender_near)
-    first, last = f.t[d][0].item(), when[-1].item()
+def _goodput(data: Flow, acks: Flow, sender_near: bool, interval_s: float, end: float):
+    when, nbytes, source = _delivered(data, acks, sender_near)
+    first, last = data.t[0].item(), when[-1].item()
     span = last - first if last - first > 0 else None
     total = int(nbytes.sum(dtype=np.int64))
     bins = _bytes_per_interval(when, nbytes, interval_s)
@@ -263,23 +262,35 @@ def _bytes_per_interval(when: np.ndarray, nbytes: np.ndarray, interval_s: float)
     return bins
 
 
-def _pause_threshold(gaps: np.ndarray, rtt: float | None, seg_size: int, link_rate_bps: float | None) -> float:
-    """The reference's ``_pause_threshold`` of the gaps' array."""
+def _gaps(dt: np.ndarray, lo: int = 0, hi: int | None = None) -> np.ndarray:
+    """The gaps between the segments lo..hi (hi: the last) and the next ones."""
+    hi = len(dt) - 1 if hi is None else min(hi, len(dt) - 1)
+    return dt[lo + 1:hi + 1] - dt[lo:hi]
+
+
+def _pause_threshold(gap_q25: float | None, rtt: float | None, seg_size: int, link_rate_bps: float | None) -> float:
+    """The reference's ``_pause_threshold`` (`gap_q25`: the gaps' 25th percentile, when no link rate is given)."""
     tau = max(0.5e-3, 0.2 * rtt if rtt else 0.0)
     if link_rate_bps:
         return max(tau, 1.5 * (seg_size + HEADERS + OVERHEAD) * 8 / link_rate_bps)
-    return max(tau, 2 * (percentile_of(gaps, 25) or 0.0))
+    return max(tau, 2 * (gap_q25 or 0.0))
 
 
-def _pauses(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, view: _View, rtt: float | None,
-            seg_size: int, link_rate_bps: float | None):
-    dt, at = f.t[d], f.t[a]
-    gaps = dt[1:] - dt[:-1]
-    tau = _pause_threshold(gaps, rtt, seg_size, link_rate_bps)
-    shares = {"busy": _sum(gaps, below=tau), "window": 0.0, "ack_wait": 0.0, "sender_paced": 0.0}
-    big = np.flatnonzero(gaps >= tau)
+def _pauses(data: Flow, acks: Flow, deltas: np.ndarray, view: _View, rtt: float | None, seg_size: int,
+            link_rate_bps: float | None, gap_q25: float | None):
+    """The gaps between data segments, by chunks (each chunk's sum started from the total so far: the same
+    additions in the same order as over one array of them)."""
+    dt, at = data.t, acks.t
+    tau = _pause_threshold(gap_q25, rtt, seg_size, link_rate_bps)
+    busy, big = 0.0, []
+    for lo in range(0, len(dt) - 1, CHUNK):
+        gaps = _gaps(dt, lo, lo + CHUNK)
+        busy = np.cumsum(np.r_[busy, gaps[gaps < tau]])[-1].item()
+        big.append(np.flatnonzero(gaps >= tau) + lo)
+    big = np.concatenate([np.zeros(0, np.int64), *big])
+    shares = {"busy": busy, "window": 0.0, "ack_wait": 0.0, "sender_paced": 0.0}
     for i in big.tolist():
-        gap = gaps[i].item()
+        gap = (dt[i + 1] - dt[i]).item()
         j = int(np.searchsorted(view.t, dt[i], side="left"))  # the view's point of this segment, if any
         matched = j < len(view.t) and view.t[j] == dt[i]
         room = view.window[j].item() - view.flight[j].item() if matched else None
@@ -295,21 +306,26 @@ def _pauses(f: Flow, d: np.ndarray, a: np.ndarray, deltas: np.ndarray, view: _Vi
     send_span = (dt[-1] - dt[0]).item()
     at_window = sum(int(np.count_nonzero(view.window[lo:lo + CHUNK].astype(np.int64) - view.flight[lo:lo + CHUNK]
                                          < 2 * seg_size)) for lo in range(0, len(view.t), CHUNK))
-    return (tau, pairs(big, dt[:-1], gaps),
+    return (tau, tuple(zip(dt[big].tolist(), (dt[big + 1] - dt[big]).tolist(), strict=True)),
             PauseShares(**{k: v / send_span for k, v in shares.items()}) if send_span > 0 else None,
             round(at_window / len(view.t), 3) if len(view.t) else None)
 
 
-def _timeouts(f: Flow, d: np.ndarray, rtt: float | None) -> tuple[int, float]:
-    dt = f.t[d]
+def _timeouts(data: Flow, rtt: float | None) -> tuple[int, float]:
+    """The stalls before a retransmission, found by chunks."""
+    dt = data.t
     stall_min = max(2 * rtt if rtt else 0.0, 10e-3)
-    gaps = dt[1:] - dt[:-1]
-    hit = f.has("retrans")[d][1:] & ~f.has("fast")[d][1:] & (gaps >= stall_min)
-    return int(np.count_nonzero(hit)), _sum(gaps[hit])
+    resent = data.has("retrans") & ~data.has("fast")
+    stalls = []
+    for lo in range(0, len(dt) - 1, CHUNK):
+        gaps = _gaps(dt, lo, lo + CHUNK)
+        stalls.append(gaps[resent[lo + 1:lo + 1 + len(gaps)] & (gaps >= stall_min)])
+    stalls = np.concatenate([np.zeros(0), *stalls])
+    return len(stalls), _sum(stalls)
 
 
-def _zero_window_time(f: Flow, a: np.ndarray, end: float) -> float:
-    at, win = f.t[a], f.win[a]
+def _zero_window_time(acks: Flow, end: float) -> float:
+    at, win = acks.t, acks.win
     nxt = np.r_[at[1:], end] if len(at) else at
     zero = win == 0
     return round(_sum(np.maximum(0.0, nxt[zero] - at[zero])), 6)
@@ -334,57 +350,69 @@ def find_plateau(t: np.ndarray, values: np.ndarray, seg: int) -> Plateau | None:
                    int(np.count_nonzero(values >= ceiling - seg)) / len(values))
 
 
-def _zoom(f: Flow, d: np.ndarray, rtt: float | None) -> tuple[float, float]:
-    dt = f.t[d]
+def _zoom(data: Flow, rtt: float | None) -> tuple[float, float]:
+    dt = data.t
     first, last = dt[0].item(), dt[-1].item()
     zoom_len = min(max(10 * (rtt or 5e-3), 0.02), max(last - first, 1e-3))
-    resent = np.flatnonzero(f.has("retrans")[d])
+    resent = np.flatnonzero(data.has("retrans"))
     focus = dt[resent[0]].item() if len(resent) else first + (last - first) / 2
     start = min(max(first, focus - zoom_len / 2), max(first, last - zoom_len))
     return start, start + zoom_len
 
 
-def _index(mask: np.ndarray) -> np.ndarray:
-    """The frames a mask selects, as 4-byte indices."""
-    return np.flatnonzero(mask).astype(np.int32 if len(mask) < 1 << 31 else np.int64)
-
-
 def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None, interval_s: float,
                      link_rate_bps: float | None) -> TransferFacts:
-    """The facts of the data sent by side `snd`, on columns."""
-    d = _index((f.side == snd) & (f.len > 0) & ~f.has("keepalive"))
-    a = _index((f.side != snd) & ((f.flags & ACK) != 0) & ((f.flags & RST) == 0))
-    seg_size = int(f.len[d].max())
+    """The facts of the data sent by side `snd`, on columns: the connection split into its data segments' and
+    the other side's ACKs' own columns (``Flow.parts``: only those read, the whole connection's freed), each
+    freed once used."""
     sender_near = near == snd
+    flags = f.flags
+    d = _index((f.side == snd) & (f.len > 0) & ~f.has("keepalive"))
+    a = _index((f.side != snd) & ((flags & ACK) != 0) & ((flags & RST) == 0))
+    del flags
+    end = f.end()
+    if not sender_near:  # tshark's ACK RTTs are read at the sender only
+        f.rtt_at, f.rtt = f.rtt_at[:0], f.rtt[:0]
+    data, acks = f.parts((d, a), (("seq", "len", "flen", "tsecr", *(("bif",) if sender_near else ())),
+                                  ("ack", "win", "tsval")))
+    del d, a
+    seg_size = int(data.len.max())
     irtt = initial_rtt_ms / 1e3 if initial_rtt_ms is not None else None
-    wire_bytes = _wire_bytes(f.flen, d)
-    f.drop("flen", *(() if sender_near else ("bif",)))  # each is 2 or 4 bytes a frame, not needed further
-    dt = f.t[d]  # the data segments' times: one array, the RTT samples' and the view's times parts of it
-    delays = _delays(f, d, a, dt, sender_near, irtt)
-    f.drop("tsval", "tsecr")
-    rtt = median_of(delays.sv) if len(delays.sv) else None
+    wire_bytes = _wire_bytes(data.flen)
+    data.drop("flen")
+    gap_q25 = None if link_rate_bps else percentile_of(_gaps(data.t), 25)
+    delays = _delays(data, acks, sender_near, irtt)
+    data.drop("tsecr")
+    acks.drop("tsval")
+    # what the RTT samples give, before the view is built: then they are freed (one float per data segment)
+    sample_count = len(delays.sv)
+    samples = list(zip(delays.st.tolist(), delays.sv.tolist(), strict=True)) if sample_count < 3 else None
+    base_candidates = ([base_rtt(samples) if samples is not None else _base_rtt(delays.sv)] if sample_count
+                       else []) + ([initial_rtt_ms / 1e3] if initial_rtt_ms else [])
+    rtt_samples = _rtt_samples(delays)
+    rtt = _median_in_place(delays.sv)
+    delays.sv = delays.chosen = None
     deltas = delays.lags  # the lags, with the median RTT where unknown (in place: one array per data segment)
     deltas[np.isnan(deltas)] = rtt if rtt is not None else 0.0
-    view = _sender_view(f, d, a, dt, deltas, sender_near)
-    end = f.t[-1].item()
-    delivered, source, series, total, steady, transfer_s = _goodput(f, d, a, sender_near, interval_s, end)
-    tau, gaps, shares, at_window = _pauses(f, d, a, deltas, view, rtt, seg_size, link_rate_bps)
+    view = _sender_view(data, acks, deltas, sender_near)
+    data.drop("bif")
+    delivered, source, series, total, steady, transfer_s = _goodput(data, acks, sender_near, interval_s, end)
+    tau, gaps, shares, at_window = _pauses(data, acks, deltas, view, rtt, seg_size, link_rate_bps, gap_q25)
     delays.lags = deltas = np.zeros(0)  # no further use: freed (one float per data segment)
-    rto_count, rto_stall = _timeouts(f, d, rtt)
-    samples = list(zip(delays.st.tolist(), delays.sv.tolist(), strict=True)) if len(delays.sv) < 3 else None
-    base_candidates = ([base_rtt(samples) if samples is not None else _base_rtt(delays.sv)] if len(delays.sv)
-                       else []) + ([initial_rtt_ms / 1e3] if initial_rtt_ms else [])
-    zoom = _zoom(f, d, rtt)
-    at, retrans = f.t[a], f.has("retrans")[d]
-    lens = f.len[d]
+    rto_count, rto_stall = _timeouts(data, rtt)
+    zoom = _zoom(data, rtt)
+    dt, at, retrans = data.t, acks.t, data.has("retrans")
+    lens = data.len
     flights = view.flight
+    shown = thin_index(len(data), retrans | ((zoom[0] <= dt) & (dt <= zoom[1])))
     return TransferFacts(
         mss_used=seg_size,
         data_segments=tuple((t, s, e, bool(r)) for t, s, e, r in pairs(
-            thin_index(len(d), retrans | ((zoom[0] <= dt) & (dt <= zoom[1]))), dt, f.seq[d], f.nxt(d), retrans)),
-        receiver_acks=pairs(thin_index(len(a), (zoom[0] - (rtt or 0) <= at) & (at <= zoom[1])), at, f.ack[a], f.win[a]),
-        data_segment_count=len(d), resent_segment_count=int(np.count_nonzero(retrans)),
-        rtt_sample_count=len(delays.sv),
+            np.arange(len(shown)), dt[shown], data.seq[shown], data.nxt(shown), retrans[shown])),
+        receiver_acks=pairs(thin_index(len(acks), (zoom[0] - (rtt or 0) <= at) & (at <= zoom[1])), at, acks.ack,
+                            acks.win),
+        data_segment_count=len(data), resent_segment_count=int(np.count_nonzero(retrans)),
+        rtt_sample_count=sample_count,
         data_wire_bytes=wire_bytes,
         in_flight=pairs(thin_index(len(view.t)), view.t, flights),
         in_flight_window=pairs(thin_index(len(view.t)), view.t, view.window),
@@ -392,7 +420,7 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         in_flight_stats=FlightStats(int(flights.min()) if len(flights) else None, percentile_of(flights, 50),
                                     percentile_of(flights, 95), int(flights.max()) if len(flights) else None),
         segments_at_window=at_window,
-        rtt_samples=_rtt_samples(delays), rtt_ms=None if rtt is None else rtt * 1e3,
+        rtt_samples=rtt_samples, rtt_ms=None if rtt is None else rtt * 1e3,
         rtt_source=delays.rtt_source, window_release_ms=delays.window_release_ms,
         base_rtt_s=min(base_candidates) if base_candidates else None,
         payload_bytes=int(lens[~retrans].sum(dtype=np.int64)),
@@ -401,10 +429,24 @@ def measure_transfer(f: Flow, snd: int, near: int, initial_rtt_ms: float | None,
         goodput_mbps=total, steady_goodput_mbps=steady, transfer_s=transfer_s,
         idle_gaps=gaps, idle_threshold_s=tau, pause_shares=shares,
         rto_retransmissions=rto_count, rto_stall_s=rto_stall,
-        zero_window_s=_zero_window_time(f, a, end),
+        zero_window_s=_zero_window_time(acks, end),
         plateau=find_plateau(view.t, flights, seg_size),
         warnings=delays.warnings,
     )
+
+
+def _median_in_place(values: np.ndarray) -> float | None:
+    """``numbers.median_of`` of an array no longer needed in its order: the same two values, partitioned in place
+    (no copy)."""
+    n = len(values)
+    if not n:
+        return None
+    i = n // 2
+    if n % 2:
+        values.partition(i)
+        return values[i].item()
+    values.partition((i - 1, i))
+    return (values[i - 1].item() + values[i].item()) / 2
 
 
 def _rtt_samples(delays: _Delays) -> tuple[tuple[float, float], ...]:
@@ -413,10 +455,10 @@ def _rtt_samples(delays: _Delays) -> tuple[tuple[float, float], ...]:
     return tuple(zip(delays.times_of(index).tolist(), delays.sv[index].tolist(), strict=True))
 
 
-def _wire_bytes(flen: np.ndarray, d: np.ndarray) -> int:
+def _wire_bytes(flen: np.ndarray) -> int:
     """The data frames' bytes on the wire (padded to the minimum frame, with the preamble and gap), by chunks."""
-    return sum(int((np.maximum(flen[d[lo:lo + CHUNK]].astype(np.int64), MIN_FRAME) + OVERHEAD).sum())
-               for lo in range(0, len(d), CHUNK))
+    return sum(int((np.maximum(flen[lo:lo + CHUNK].astype(np.int64), MIN_FRAME) + OVERHEAD).sum())
+               for lo in range(0, len(flen), CHUNK))
 
 
 def _base_rtt(values: np.ndarray) -> float:

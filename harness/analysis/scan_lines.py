@@ -109,11 +109,29 @@ class Lines:
 
     def decimal(self, k: int, rows=slice(None)) -> np.ndarray | None:
         """``float(text)`` of each field ("123.456789"), NaN where empty; None if one is not of that form."""
+        parts = self.decimal_parts(k, rows)
+        if parts is None:
+            return None
+        mantissa, decimals, given = parts
+        out = np.full(len(given), np.nan)
+        out[given] = mantissa[given].astype(np.float64) / _POW10[decimals[given]]
+        return out
+
+    def nanoseconds(self, k: int, rows=slice(None)) -> np.ndarray | None:
+        """Each field (a time) in whole nanoseconds where it has nine decimals, else -1; None as ``decimal``."""
+        parts = self.decimal_parts(k, rows)
+        if parts is None:
+            return None
+        mantissa, decimals, given = parts
+        return np.where(given & (decimals == 9), mantissa, -1)
+
+    def decimal_parts(self, k: int, rows=slice(None)) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Each field's digits as one integer (below 2**53), its number of decimals, and whether it is given."""
         lengths = self.lengths(k, rows)
         width = int(lengths.max()) if len(lengths) else 0
-        out = np.full(len(lengths), np.nan)
         if not width:
-            return out
+            zeros = np.zeros(len(lengths), np.int64)
+            return zeros, zeros, zeros != 0
         if width > _MAX_DIGITS + 1:
             return None
         chars, inside = self._window(k, rows, width)
@@ -129,9 +147,7 @@ class Lines:
         at = np.argmax(dot, axis=1)  # the dot's place in the window
         exponent = (width - 1 - pos)[None, :] - (pos[None, :] < at[:, None])
         mantissa = (np.where(figures, digits, 0).astype(np.int64) * 10 ** exponent).sum(axis=1)
-        value = mantissa.astype(np.float64) / _POW10[width - 1 - at]
-        out[given] = value[given]
-        return out
+        return mantissa, width - 1 - at, given
 
     def equals(self, k: int, text: str, rows: np.ndarray) -> np.ndarray:
         """Whether field k of each of `rows` is `text`."""
@@ -153,6 +169,7 @@ class Parsed:
     caplen: np.ndarray
     flen: np.ndarray
     t: np.ndarray
+    t_ns: np.ndarray         # the time in nanoseconds (-1 where it is not nine decimals)
     flags: np.ndarray
     seq: np.ndarray
     ack: np.ndarray
@@ -172,7 +189,8 @@ class Parsed:
         ints = {name: lines.number(_C[name]) for name in names}
         flags = lines.number(_C["flags"], hexadecimal=True)
         t, ack_rtt = lines.decimal(_C["t"]), lines.decimal(_C["ack_rtt"])
-        if flags is None or t is None or ack_rtt is None or any(v is None for v in ints.values()):
+        t_ns = lines.nanoseconds(_C["t"])
+        if flags is None or t is None or t_ns is None or ack_rtt is None or any(v is None for v in ints.values()):
             return None
         if not np.all(lines.present(_C["len"])):
             return None  # a frame without its length: the rows' reading says what it makes of it
@@ -183,9 +201,9 @@ class Parsed:
         bits |= np.where(lines.present(_C["tsecr"]), HAS_TSECR, 0) | np.where(lines.present(_C["bif"]), HAS_BIF, 0)
         bits |= np.where(np.isnan(ack_rtt), 0, HAS_ACK_RTT)
         i = ints
-        return cls(i["stream"], lines.present(_C["stream"]), i["sport"], i["caplen"], i["len"], t, flags, i["seq"],
-                   i["ack"], i["tcplen"], i["nxtseq"], lines.present(_C["nxtseq"]), i["win"], i["tsval"], i["tsecr"],
-                   i["bif"], ack_rtt, bits)
+        return cls(i["stream"], lines.present(_C["stream"]), i["sport"], i["caplen"], i["len"], t, t_ns, flags,
+                   i["seq"], i["ack"], i["tcplen"], i["nxtseq"], lines.present(_C["nxtseq"]), i["win"], i["tsval"],
+                   i["tsecr"], i["bif"], ack_rtt, bits)
 
     def first_rows(self, rows: np.ndarray) -> np.ndarray:
         """Of `rows` (in order), the first of each stream."""
