@@ -54,14 +54,56 @@ def _process_table() -> dict[int, tuple[int, str]]:
     return table
 
 
-def leftover_processes() -> set[tuple[int, str]]:
-    """This test process's descendants of the kinds a run starts (QEMU, link, namespace, iperf)."""
-    table = _process_table()
+def _descendants(table: dict[int, tuple[int, str]]) -> set[int]:
     ours, frontier = set(), {os.getpid()}
     while frontier:
         frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - ours
         ours |= frontier
-    return {(pid, table[pid][1]) for pid in ours if any(mark in table[pid][1] for mark in _LEFTOVER_MARKS)}
+    return ours
+
+
+def descendants() -> set[int]:
+    """This test process's descendants, the orphans it adopted (a subreaper) included."""
+    return _descendants(_process_table())
+
+
+def leftover_processes(marks: tuple[str, ...] = _LEFTOVER_MARKS) -> set[tuple[int, str]]:
+    """This test process's descendants whose command line holds one of `marks`: by default the kinds a run
+    starts (QEMU, link, namespace, iperf)."""
+    table = _process_table()
+    return {(pid, table[pid][1]) for pid in _descendants(table) if any(mark in table[pid][1] for mark in marks)}
+
+
+def stop_descendants(before: set[int], grace_s: float = 10.0) -> None:
+    """Stop and reap what this process started since `before` (descendants() then), e.g. the daemons a
+    `ray start` left, adopted here: a narrower end than `ray stop`, which ends every Ray of the user."""
+    started = descendants() - before
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while (started := started & _alive()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not started:
+            return
+
+
+def _alive() -> set[int]:
+    """The live ones of this process's descendants; each that has ended and is a child here is reaped."""
+    alive = set()
+    table = _process_table()
+    for pid in _descendants(table):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+        elif table[pid][0] == os.getpid():
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+    return alive
 
 
 def socket_dirs(owner: int | None = None) -> set[Path]:
@@ -161,8 +203,6 @@ def no_leftovers():
     assert not left, f"processes left behind: {sorted(left)}"
 
 
-# `ray stop` (the cluster test's teardown) ends every Ray instance of the user on this machine
-_RAY_MODULES = {"test_sweep", "test_tune"}
 # The longest modules start first, so no worker is left with one of them at the end.
 _LONGEST_FIRST = ("test_reports", "test_xbox", "test_fuzz", "test_sweep", "test_tune", "test_readme_examples")
 
@@ -173,8 +213,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Parallel workers (`./test` runs two): the tests of a module with a module fixture stay on one worker,
-    as do the Ray tests; every other test goes wherever a worker is free."""
+    """Parallel workers (`./test` runs three): the tests of a module with a module fixture stay on one worker;
+    every other test goes wherever a worker is free (a local Ray instance is each run's own, and the cluster
+    test stops only the daemons it started)."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None  # a distribution the caller chose
     from xdist.scheduler import LoadScopeScheduling
@@ -182,8 +223,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class Groups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            if Path(path).stem in _RAY_MODULES:
-                return "ray"
             return path if _shares_a_module_fixture(config.rootpath / path) else nodeid
 
     return Groups(config, log)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -50,19 +51,27 @@ def bulk_fixture(tmp_path_factory) -> Path:
     return write_bulk(tmp_path_factory.mktemp("follow") / "bulk-30k.pcap", 30_000)
 
 
-def _tshark_children() -> list[int]:
-    """This process's child tshark processes (every thread's children)."""
+def _tshark_children() -> set[int]:
+    """This process's child tshark processes (every thread's children), zombies included."""
     pids = []
     for children in Path("/proc/self/task").glob("*/children"):
         pids += [int(pid) for pid in children.read_text().split()]
-    alive = []
+    found = set()
     for pid in pids:
         try:
             if Path(f"/proc/{pid}/comm").read_text().strip() == "tshark":
-                alive.append(pid)
+                found.add(pid)
         except OSError:
             continue
-    return alive
+    return found
+
+
+@pytest.fixture(name="new_tshark")
+def new_tshark_fixture() -> Callable[[], set[int]]:
+    """The tshark children that appeared since the test began: one there before is not the test's (the
+    suite's process is a subreaper and adopts the orphans of a CLI run another test killed)."""
+    before = _tshark_children()
+    return lambda: _tshark_children() - before
 
 
 def _follow_threads() -> list[str]:
@@ -91,16 +100,16 @@ def test_a_capture_cut_short_warns_as_the_finished_file_does(bulk, tmp_path):
     assert followed.warnings and followed.to_summary() == whole.to_summary()
 
 
-def test_an_empty_capture_fails_as_the_finished_file_does(tmp_path):
+def test_an_empty_capture_fails_as_the_finished_file_does(tmp_path, new_tshark):
     writer = PieceWriter(tmp_path / "empty.pcap", b"", 1)
     follower = CaptureFollower.start(writer.path, writer.closed, poll_s=0.005)
     writer.thread.start()
     with pytest.raises(NetreproError, match="empty"):
         follower.analysis(device_ip=DEVICE)
-    assert not follower.running and not _tshark_children()
+    assert not follower.running and not new_tshark()
 
 
-def test_cancel_leaves_no_tshark_nor_thread_and_keeps_the_capture(bulk, tmp_path):
+def test_cancel_leaves_no_tshark_nor_thread_and_keeps_the_capture(bulk, tmp_path, new_tshark):
     data = bulk.read_bytes()
     path = tmp_path / "capture.pcap"
     path.write_bytes(data[: len(data) // 3])  # a writer that never stops: the run failed
@@ -108,20 +117,20 @@ def test_cancel_leaves_no_tshark_nor_thread_and_keeps_the_capture(bulk, tmp_path
     deadline = time.monotonic() + 60
     while follower.bytes_copied < len(data) // 3 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _tshark_children(), "tshark follows the capture"
+    assert new_tshark(), "tshark follows the capture"
     follower.cancel()
-    assert not follower.running and not _follow_threads() and not _tshark_children()
+    assert not follower.running and not _follow_threads() and not new_tshark()
     assert path.read_bytes() == data[: len(data) // 3]
     with pytest.raises(NetreproError, match="cancelled"):
         follower.analysis(device_ip=DEVICE)
 
 
-def test_cancel_right_after_start_leaves_nothing(bulk, tmp_path):
+def test_cancel_right_after_start_leaves_nothing(bulk, tmp_path, new_tshark):
     path = tmp_path / "capture.pcap"
     path.write_bytes(bulk.read_bytes())
     follower = CaptureFollower.start(path, lambda: False)
     follower.cancel()
-    assert not follower.running and not _follow_threads() and not _tshark_children()
+    assert not follower.running and not _follow_threads() and not new_tshark()
 
 
 def _plan(time: str, **fields: object) -> RunPlan:

@@ -159,3 +159,46 @@ def test_a_child_started_where_sigint_is_blocked_still_hears_it():
         assert child.returncode == -signal.SIGINT
     finally:
         stop(child, grace_s=1.0)
+
+
+def test_a_namespace_that_fails_while_starting_leaves_no_holder(tmp_path, monkeypatch):
+    """The caller of a start that raises has nothing to stop: the namespace stops its own holder, which
+    would otherwise outlive the run as a zombie where the machine's init does not reap orphans."""
+    from harness.rig.peer import Namespace
+
+    def refuse(self, argv, timeout=10.0, check=True):
+        raise NetreproError("'ip link set lo up' failed in the namespace: refused here", "see the run folder")
+
+    monkeypatch.setattr(Namespace, "run", refuse)
+    namespace = Namespace(tmp_path)
+    with pytest.raises(NetreproError, match="refused here"):
+        namespace.start()
+    assert namespace.holder is None
+    assert not [pid for pid in leftover_processes() if _comm(pid) == "sleep" and _parent(pid) == os.getpid()]
+
+
+def test_a_namespace_is_entered_only_once_its_holder_runs(tmp_path):
+    """unshare writes a user namespace's uid map after making it: `ip` run in it before then is unmapped and
+    gets EPERM. start() returns only once the holder is `sleep` in its own network namespace."""
+    from harness.rig.peer import Namespace
+
+    for _ in range(20):
+        with Namespace(tmp_path) as namespace:
+            holder = namespace.holder.pid
+            assert Path(f"/proc/{holder}/comm").read_text().strip() == "sleep"
+            assert os.readlink(f"/proc/{holder}/ns/net") != os.readlink("/proc/self/ns/net")
+            assert namespace.run(["ip", "-o", "link", "show", "lo"]).stdout.count("UP") >= 1
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1

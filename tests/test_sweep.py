@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -23,29 +24,25 @@ from harness.runs.plan import Configuration
 from harness.studies.parallel import ATTEMPTS, WORKER_PID_FILE, RayRunner, RunTask, TaskOutcome
 from harness.studies.sweep import Axis, LinkPoint, SweepSpec, format_sweep, points_csv, run_sweep
 from harness.studies.sweep_plots import plot_sweep
-from tests.conftest import assert_one_line_error, interrupt_run, leftover_processes, netrepro_cli
+from tests.conftest import (
+    assert_one_line_error,
+    descendants,
+    interrupt_run,
+    leftover_processes,
+    netrepro_cli,
+    stop_descendants,
+)
 
 _ENV = {**os.environ, "CI": "true"}
-_CLUSTER_ENV = {**_ENV, "RAY_AUTH_MODE": "token"}
+# Ray's token authentication with a token of the test's own (a user keeps one in ~/.ray/auth_token, which a
+# fresh machine does not have)
+_CLUSTER_ENV = {**_ENV, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 _RAY_MARKS = ("raylet", "gcs_server", "ray::", "default_worker.py")
 
 
 def ray_processes() -> set[tuple[int, str]]:
     """Ray's processes (raylet, GCS, workers) among this test process's descendants."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except (OSError, IndexError):
-                continue
-            table[int(entry.name)] = (ppid, cmd)
-    ours, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - ours
-        ours |= frontier
-    return {(pid, table[pid][1][:80]) for pid in ours if any(m in table[pid][1] for m in _RAY_MARKS)}
+    return {(pid, command[:80]) for pid, command in leftover_processes(_RAY_MARKS)}
 
 
 def _gone_soon(check, seconds: float = 15.0) -> set:
@@ -347,7 +344,7 @@ _LIST_NODES = ("import json, sys, ray; ray.init(address=sys.argv[1], logging_lev
 def ray_cluster(tmp_path_factory):
     """A Ray cluster of two nodes on this one machine, started as a user starts one (`ray start --head`, then
     `ray start --address` for a worker node; with Ray's token authentication, which a driver joins with
-    RAY_AUTH_MODE=token and the token ray start keeps), stopped after. The head offers no CPU, so every run
+    RAY_AUTH_MODE=token and the cluster's token), stopped after. The head offers no CPU, so every run
     goes to the worker node: (the address, {node ID: CPUs})."""
     ray_cli = str(Path(sys.executable).with_name("ray"))
     with socket.socket() as probe:
@@ -359,6 +356,7 @@ def ray_cluster(tmp_path_factory):
     starts = [[ray_cli, "start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false",
                "--disable-usage-stats", f"--temp-dir={temp}"],
               [ray_cli, "start", f"--address={address}", "--num-cpus=1", "--disable-usage-stats"]]
+    before = descendants()
     try:
         for argv in starts:
             started = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=_CLUSTER_ENV)
@@ -367,7 +365,7 @@ def ray_cluster(tmp_path_factory):
                                timeout=120, env=_CLUSTER_ENV, check=True)
         yield address, json.loads(nodes.stdout.strip().splitlines()[-1])
     finally:
-        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=_CLUSTER_ENV)
+        stop_descendants(before)  # this cluster's daemons (adopted here), not the other workers' Ray instances
         shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -388,3 +386,20 @@ def test_a_sweep_runs_on_a_cluster_given_by_its_address(tmp_path, ray_cluster, n
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "passed" and result["analysis"]["device_window"]["max"] == 8 * 1460
     assert result["throughput_mbps"] == point["throughput_mbps"] > 0
+
+
+_LOCAL_NODES = ("import json\nfrom harness.studies.parallel import ray_session\n"
+                "with ray_session(cpus=1) as ray:\n    nodes = [n['NodeID'] for n in ray.nodes()]\n"
+                "print(json.dumps(nodes))")
+
+
+@pytest.mark.real
+def test_a_local_ray_never_joins_a_cluster_started_on_this_machine(ray_cluster):
+    """Ray's own ray.init() joins the cluster RAY_ADDRESS names (or the last one a `ray start` left on the
+    machine); netrepro's local instance (no --ray-address) is always its own, sized as asked."""
+    address, cluster = ray_cluster
+    proc = subprocess.run([sys.executable, "-c", _LOCAL_NODES], capture_output=True, text=True, timeout=180,
+                          env={**_CLUSTER_ENV, "RAY_ADDRESS": address}, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    local = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(local) == 1 and not set(local) & set(cluster), (local, cluster)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import NetreproError
+from harness.core.process import spawn
 
 # tshark preferences: timestamps per conversation, relative sequence numbers, the sequence
 # analysis (retransmissions, in flight, RTT). No reassembly: nothing above TCP is needed.
@@ -152,6 +153,12 @@ def _pyshark_classes() -> type:
             if self.popen.poll() is None:
                 self.popen.kill()
 
+        def reap(self) -> None:
+            """Killed and waited for: pyshark's close may fail before it waits, and an unreaped tshark stays."""
+            self.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=10)
+
         async def wait(self) -> int:
             try:
                 return self.popen.wait(timeout=60)
@@ -187,8 +194,10 @@ def _pyshark_classes() -> type:
         async def _get_tshark_process(self, packet_count=None, stdin=None):
             self._verify_capture_parameters()
             parameters = [self._get_tshark_path(), "-n", *self.get_parameters(packet_count=packet_count)]
-            popen = subprocess.Popen(parameters, stdin=subprocess.PIPE if self.feed else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            # dies with the thread reading it (and so with netrepro, even killed by SIGKILL): an orphan would
+            # read a followed capture's pipe to its end alone
+            popen = spawn(parameters, stdin=subprocess.PIPE if self.feed else subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             if self.feed is not None:
                 self.feed(popen)
             with contextlib.suppress(OSError):  # a deep pipe: tshark does not wait while rows are parsed
@@ -266,11 +275,14 @@ class TsharkStream:
         except BaseException as exc:  # handed to the reading thread
             self._error = None if isinstance(exc, _Stop) else exc
             if capture is not None:  # do not leave tshark running, nor pyshark's __del__ a closed loop
-                for process in list(capture._running_processes):
+                processes = list(capture._running_processes)
+                for process in processes:
                     process.kill()
                 with contextlib.suppress(Exception):
                     capture.close()
                 capture._running_processes.clear()
+                for process in processes:
+                    process.reap()
         finally:
             loop.close()
             with contextlib.suppress(_Stop):

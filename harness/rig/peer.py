@@ -47,11 +47,17 @@ class Namespace:
         self.holder = spawn(["unshare", *flags, "--", "sleep", "infinity"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-        self._wait_entered(timeout)
-        self.run(["ip", "link", "set", "lo", "up"])
-        # IPv6 router and neighbour chatter would only add noise to every capture.
-        self.run(["sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 && "
-                              "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6"], check=False)
+        try:
+            self._wait_entered(timeout)
+            self.run(["ip", "link", "set", "lo", "up"])
+            # IPv6 router and neighbour chatter would only add noise to every capture.
+            self.run(["sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 && "
+                                  "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6"], check=False)
+        except BaseException:
+            # the caller never gets this namespace to stop; left to die with netrepro, the holder would be
+            # a zombie where the machine's init does not reap orphans
+            self.stop()
+            raise
         return self
 
     def _wait_entered(self, timeout: float) -> None:
@@ -65,7 +71,10 @@ class Namespace:
                         if self.rootless else "check that this kernel supports network namespaces")
                 raise NetreproError(f"could not create a network namespace: {err or 'unshare failed'}", hint)
             try:
-                if os.readlink(f"/proc/{self.holder.pid}/ns/net") != ours:
+                # unshare writes the user namespace's uid map after it has made the namespaces and before it
+                # becomes `sleep`: entered earlier, a rootless `ip` runs unmapped, without CAP_NET_ADMIN (EPERM)
+                holder = f"/proc/{self.holder.pid}"
+                if Path(f"{holder}/comm").read_text().strip() == "sleep" and os.readlink(f"{holder}/ns/net") != ours:
                     return
             except OSError:
                 pass

@@ -229,8 +229,8 @@ def _start_ray(ray: Any, address: str | None, cpus: int | None, options: dict[st
         try:
             if address:
                 ray.init(address=address, **options)
-            else:
-                ray.init(num_cpus=cpus or machine_cpus(), **options)
+            else:  # "local": never the cluster a `ray start` on this machine left running (Ray's default)
+                ray.init(address="local", num_cpus=cpus or machine_cpus(), **options)
             return
         except Exception as exc:  # Ray raises plain Exception too, e.g. when its node times out starting
             ray.shutdown()        # whatever part of a local instance did start
