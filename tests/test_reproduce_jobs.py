@@ -169,16 +169,18 @@ def test_the_table_says_when_runs_shared_the_machine():
 @pytest.mark.real
 def test_two_runs_at_once_give_the_figures_of_one_at_a_time_through_the_real_chain(tmp_path):
     """Device time: two boards sharing the machine measure what one alone does (the exact facts equal, the
-    link-limited figure within 1 %); the document says which runs shared it, and the D check still runs."""
+    link-limited figure within 1 %); the document says which runs shared it, and the D check still runs. Three
+    repeats: a median of three stands when the host disturbs one 1 s run unseen (test_sensitivity_jobs says how)."""
     only = ["ethernet rx before"]
-    alone = reproduce("openmv-n6", out=tmp_path, repeats=2, seconds=1, only=only, jobs=1)
-    shared = reproduce("openmv-n6", out=tmp_path, repeats=2, seconds=1, only=only, jobs=2, d_check=True)
+    alone = reproduce("openmv-n6", out=tmp_path, repeats=3, seconds=1, only=only, jobs=1)
+    shared = reproduce("openmv-n6", out=tmp_path, repeats=3, seconds=1, only=only, jobs=2, d_check=True)
     assert (alone["jobs"], alone["schedule"]) == (1, None) and shared["jobs"] == 2
     runs = {row["run"]: row for row in shared["schedule"]}
-    assert set(runs) == {"ethernet-rx-before-1", "ethernet-rx-before-2", "ethernet-rx-before-d-check"}
+    assert set(runs) == {"ethernet-rx-before-1", "ethernet-rx-before-2", "ethernet-rx-before-3",
+                         "ethernet-rx-before-d-check"}
     assert runs["ethernet-rx-before-1"]["alongside"] and {row["slot"] for row in runs.values()} == {0, 1}
     a, b = alone["cases"][0], shared["cases"][0]
     assert (b["device_mss"], b["device_window_max"], b["verdict"]) == (a["device_mss"], a["device_window_max"],
                                                                        a["verdict"]), (a, b)
-    assert len(b["runs_mbps"]) == 2 and abs(b["median_mbps"] / a["median_mbps"] - 1) <= 0.01, (a, b)
+    assert len(b["runs_mbps"]) == 3 and abs(b["median_mbps"] / a["median_mbps"] - 1) <= 0.01, (a, b)
     assert b["d_check"] is not None and b["d_check_dilation"] == pytest.approx(2 * b["dilation"]), b

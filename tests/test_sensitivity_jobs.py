@@ -76,18 +76,24 @@ def test_two_at_once_give_the_study_of_one_at_a_time_and_say_which_runs_shared_t
 
 @pytest.mark.real
 def test_two_runs_at_once_vary_an_input_as_one_at_a_time_through_the_real_chain(tmp_path):
-    """Device time: the ethernet rate's low end (its high end is the value: the baseline), twice, the two runs
+    """Device time: the ethernet rate's low end (its high end is the value: the baseline), three times, the runs
     side by side measure what they measure one at a time (the exact facts equal, the link-limited figure within
-    1 %); sensitivity.json says which runs shared the machine and when each capture's analysis ended."""
+    1 %); sensitivity.json says which runs shared the machine and when each capture's analysis ended.
+
+    Three runs, not two: a 1 s run the host disturbed without the disturbed-run policy seeing it (QEMU's NIC lost
+    3 frames silently while the link was 1.3 ms late; the figure fell 4 %) moved a median of two by 2 %; a median
+    of three stands on the other two."""
     document = reproduce("openmv-n6", out=tmp_path, repeats=1, seconds=1, only=["ethernet rx before"], jobs=1)
-    study = {"seconds": 1, "time": DEVICE, "inputs": ["ethernet rate"], "repeats": 2}
+    study = {"seconds": 1, "time": DEVICE, "inputs": ["ethernet rate"], "repeats": 3}
     alone = sensitivity("openmv-n6", document, jobs=1, **study)
     shared = sensitivity("openmv-n6", document, jobs=2, **study)
     assert (alone["jobs"], alone["schedule"]) == (1, None) and shared["jobs"] == 2
     rows = shared["schedule"]
-    assert len(rows) == 2 and {row["slot"] for row in rows} == {0, 1} and all(row["alongside"] for row in rows)
+    # the third run takes the first place that frees; the first two ran side by side
+    assert len(rows) == 3 and {row["slot"] for row in rows} == {0, 1}, rows
+    assert sum(bool(row["alongside"]) for row in rows) >= 2, rows
     assert all(row["analysed_s"] is not None and row["analysed_s"] >= row["end_s"] for row in rows), rows
     a, b = alone["inputs"][0]["cases"][0]["low"], shared["inputs"][0]["cases"][0]["low"]
-    assert (b["verdict"], b["runs_failed"], len(b["run_dirs"])) == (a["verdict"], a["runs_failed"], 2), (a, b)
+    assert (b["verdict"], b["runs_failed"], len(b["run_dirs"])) == (a["verdict"], a["runs_failed"], 3), (a, b)
     assert abs(b["median_mbps"] / a["median_mbps"] - 1) <= 0.01, (a, b)
     assert shared["inputs"][0]["cases"][0]["high"]["is_baseline"]
