@@ -213,7 +213,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Parallel workers (`./test` runs three): the tests of a module with a module fixture stay on one worker;
+    """Parallel workers (`./test` runs two): the tests of a module with a module fixture stay on one worker;
     every other test goes wherever a worker is free (a local Ray instance is each run's own, and the cluster
     test stops only the daemons it started)."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
