@@ -106,6 +106,19 @@ def _alive() -> set[int]:
     return alive
 
 
+def children_named(name: str) -> set[int]:
+    """This process's children (every thread's; zombies included) whose command name is `name`."""
+    pids = []
+    for children in Path("/proc/self/task").glob("*/children"):
+        pids += [int(pid) for pid in children.read_text().split()]
+    found = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/comm").read_text().strip() == name:
+                found.add(pid)
+    return found
+
+
 def socket_dirs(owner: int | None = None) -> set[Path]:
     """The short-lived socket folders runs create (/tmp/nr-PID-*): every one, or those of the process `owner`
     (other tests may run beside this one)."""

@@ -20,6 +20,7 @@ from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
 from harness.runs.plan import RunPlan
+from tests.conftest import children_named
 
 DEVICE = "10.77.0.2"
 
@@ -51,27 +52,12 @@ def bulk_fixture(tmp_path_factory) -> Path:
     return write_bulk(tmp_path_factory.mktemp("follow") / "bulk-30k.pcap", 30_000)
 
 
-def _tshark_children() -> set[int]:
-    """This process's child tshark processes (every thread's children), zombies included."""
-    pids = []
-    for children in Path("/proc/self/task").glob("*/children"):
-        pids += [int(pid) for pid in children.read_text().split()]
-    found = set()
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "tshark":
-                found.add(pid)
-        except OSError:
-            continue
-    return found
-
-
 @pytest.fixture(name="new_tshark")
 def new_tshark_fixture() -> Callable[[], set[int]]:
     """The tshark children that appeared since the test began: one there before is not the test's (the
     suite's process is a subreaper and adopts the orphans of a CLI run another test killed)."""
-    before = _tshark_children()
-    return lambda: _tshark_children() - before
+    before = children_named("tshark")
+    return lambda: children_named("tshark") - before
 
 
 def _follow_threads() -> list[str]:

@@ -19,7 +19,7 @@ from harness.rig.build import FirmwareConfig, build_firmware
 from harness.rig.engine import QMP_TIMEOUT_S, QemuEngine
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session
-from tests.conftest import interrupt_run, leftover_processes, socket_dirs
+from tests.conftest import children_named, interrupt_run, leftover_processes, socket_dirs
 
 pytestmark = pytest.mark.real
 
@@ -171,10 +171,10 @@ def test_a_namespace_that_fails_while_starting_leaves_no_holder(tmp_path, monkey
 
     monkeypatch.setattr(Namespace, "run", refuse)
     namespace = Namespace(tmp_path)
+    before = children_named("sleep")
     with pytest.raises(NetreproError, match="refused here"):
         namespace.start()
-    assert namespace.holder is None
-    assert not [pid for pid in leftover_processes() if _comm(pid) == "sleep" and _parent(pid) == os.getpid()]
+    assert namespace.holder is None and children_named("sleep") - before == set()
 
 
 def test_a_namespace_is_entered_only_once_its_holder_runs(tmp_path):
@@ -189,16 +189,3 @@ def test_a_namespace_is_entered_only_once_its_holder_runs(tmp_path):
             assert os.readlink(f"/proc/{holder}/ns/net") != os.readlink("/proc/self/ns/net")
             assert namespace.run(["ip", "-o", "link", "show", "lo"]).stdout.count("UP") >= 1
 
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _parent(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return -1
