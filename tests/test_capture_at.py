@@ -207,7 +207,7 @@ def test_a_side_that_is_not_one_is_a_one_line_error(tmp_path):
     proc = subprocess.run([str(link_binary()), "--device-sock", "x", "--device-remote", "y", "--capture-at", "pc"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    assert "--capture-at: bad value 'pc' (device or peer)" in proc.stderr
+    assert "--capture-at: bad value 'pc' (device, peer or both)" in proc.stderr
     cli = netrepro_cli("run", "openmv-n6", "--capture-at", "pc", timeout=60)
     assert cli.returncode == 2 and "argument --capture-at: invalid choice: 'pc'" in cli.stderr, cli.stderr
     assert "Traceback" not in cli.stderr

@@ -32,7 +32,7 @@ def _link(rate_to_device=43e6, rate_to_peer=43e6) -> LinkSpec:
 
 
 def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload="sock-rx", link=None,
-             direction="peer->device", window=(21900.0, 23360), lwip_ram=None, time=None):
+             direction="peer->device", window=(21900.0, 23360), lwip_ram=None, time=None, disturbed=None):
     """What summarise reads of a RunResult."""
     analysis = {"verdict": verdict, "verdict_reason": "...", "rtt_ms": rtt_ms, "device_mss": 1460,
                 "device_window": {"median": window[0], "max": window[1]}, "window_scale": {"device": None},
@@ -41,7 +41,8 @@ def fake_run(mbps, verdict="window-limited", rtt_ms=6.1, options=None, workload=
     return SimpleNamespace(throughput_mbps=mbps, analysis=AnalysisSummary.from_dict(analysis),
                            options=dict(options or N6_OPTIONS), device_cpu={"busy_percent": 12.5},
                            link=link or _link(), workload={"name": workload}, lwip_ram=dict(lwip_ram or {}),
-                           leaks=None, time=dict(time or {}), run_dir=f"/runs/{mbps}", threads=None)
+                           leaks=None, time=dict(time or {}), run_dir=f"/runs/{mbps}", threads=None,
+                           disturbed=disturbed)
 
 
 # ------------------------------------------------------------------ options diff
@@ -169,12 +170,13 @@ def test_runs_the_host_disturbed_even_after_their_repeat_are_listed_under_the_ta
     late = {"mode": "device", "link_follows_board": True, "link_late": True, "link_late_ms": 240.0}
     followed = {"mode": "device", "host_lagged": True, "link_follows_board": True, "link_late_ms": 1.2}
     before = [fake_run(27.2, time=late), fake_run(26.4, time=followed), fake_run(27.0)]
-    doc = _document(before, [fake_run(40.8, "link-limited", time=followed)] * 3)
+    lossy = fake_run(40.1, "link-limited", time=followed, disturbed="the board's NIC lost 3 frames ...")
+    doc = _document(before, [fake_run(40.8, "link-limited", time=followed)] * 2 + [lossy])
     a, b = doc["configurations"]
-    assert (a["runs_at_risk"], b["runs_at_risk"]) == (1, 0)
+    assert (a["runs_at_risk"], b["runs_at_risk"]) == (1, 1)  # by its time, and by the policy's record
     lines = format_comparison(doc).splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("figures at risk"))
-    assert lines[at + 1:] == ["  mp-n6-before: 1 of 3 runs"]
+    assert lines[at + 1:] == ["  mp-n6-before: 1 of 3 runs", "  mp-n6-after: 1 of 3 runs"]
     clean = _document([fake_run(27.0, time=followed)], [fake_run(40.8, time=followed)])
     assert "figures at risk" not in format_comparison(clean)
 

@@ -15,6 +15,7 @@ import harness.runs.plan as plan_module
 import harness.studies.bisect as bisect_module
 import harness.studies.compare as compare_module
 import harness.studies.one_run as one_run_module
+from harness.analysis.summary import AnalysisSummary
 from harness.cli.main import main
 from harness.core.progress import Progress
 from harness.link import LinkSpec
@@ -22,7 +23,7 @@ from harness.rig.devicetime import DeviceTime, TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
 from harness.runs.analyse import Analyser, MeasuredRun
-from harness.runs.disturbed import DisturbedPolicy, measure_trusted
+from harness.runs.disturbed import DisturbedPolicy, disturbance, measure_trusted, still_disturbed
 from harness.runs.plan import Configuration, RunPlan
 from harness.runs.result import RunResult
 from harness.studies.bisect import Bisection, Criterion
@@ -58,6 +59,7 @@ def disturbed(monkeypatch):
     """Every run's first try is disturbed, its repeat is not; no capture to analyse."""
     monkeypatch.setattr(plan_module.RunPlan, "measure", _fake_measure(1))
     monkeypatch.setattr(analyse_module, "analyse_run", lambda result, *_: SimpleNamespace(connections=[]))
+    monkeypatch.setattr(analyse_module, "plot_run", lambda *_: None)
 
 
 def _device_time() -> DeviceTime:
@@ -102,6 +104,7 @@ def test_an_undisturbed_run_is_not_repeated_and_says_so(tmp_path, monkeypatch):
 def test_the_policy_stops_after_its_tries_and_the_last_run_stands_still_marked(tmp_path, monkeypatch):
     monkeypatch.setattr(plan_module.RunPlan, "measure", _fake_measure(9))
     monkeypatch.setattr(analyse_module, "analyse_run", lambda result, *_: SimpleNamespace(connections=[]))
+    monkeypatch.setattr(analyse_module, "plot_run", lambda *_: None)
     measured = DisturbedPolicy(tries=3).measure(_plan(), tmp_path / "r-1")
     assert measured.result.run_dir == str(tmp_path / "r-1-slower-slower") and measured.result.time["host_lagged"]
     assert [r["dilation"] for r in measured.result.repeats] == [2.0, 4.0]
@@ -170,3 +173,56 @@ def test_run_checks_the_repeat_against_a_baseline_and_names_its_folder(tmp_path,
     folder = f"{first}-slower"
     assert json.loads((Path(folder) / "baseline-check.json").read_text())["failures"] == ["throughput 21.0"]
     assert f"baseline b: 1 difference (b.json); run folder {folder}" in lines, lines
+
+
+def _device_run(tmp_path: Path, handed: int = 100, counted: dict[str, int] | None = None, paced: float = 0.0,
+                retransmissions: int = 0, link: LinkSpec | None = None, workload: str = "rx") -> MeasuredRun:
+    """A finished device-time run on time by its clock: `handed` frames the link gave the device, the driver's
+    counters `counted`, the capture's sender_paced share and retransmissions (analysed when asked)."""
+    result = RunResult(platform="openmv-n6", profile="p", lwip_version="2.1.3", link=link or LinkSpec(),
+                       workload={"name": workload}, run_dir=str(tmp_path), capture="", console_log="",
+                       device="10.0.0.2", status="passed", time=_device_time().as_dict(),
+                       link_counters={"to_device": {"frames_out": handed, "dropped": {"loss": 0}}},
+                       device_stats=counted if counted is not None else {"nic.rx_frames": handed})
+    measured = MeasuredRun(result, [], Progress(quiet=True))
+    measured._analysis = SimpleNamespace()  # what capture_analysis made: the summary below is what is read
+    result.analysis = AnalysisSummary.from_dict({"retransmissions": retransmissions, "pause_shares": {
+        "busy": 1 - paced, "window": 0.0, "ack_wait": 0.0, "sender_paced": paced}})
+    return measured
+
+
+def test_frames_the_nic_lost_without_counting_them_are_a_disturbance(tmp_path):
+    assert disturbance(_device_run(tmp_path)) is None
+    why = disturbance(_device_run(tmp_path, handed=103, counted={"nic.rx_frames": 100}))
+    assert why is not None and "the board's NIC lost 3 frames the link handed it" in why
+    # losses the driver counted (its FIFO full, no pbuf) are the board's own: not the host's
+    counted = {"nic.rx_frames": 100, "nic.rx_dropped_fifo": 2, "nic.rx_no_pbuf": 1}
+    assert disturbance(_device_run(tmp_path, handed=103, counted=counted)) is None
+    assert disturbance(_device_run(tmp_path, handed=103, counted={})) is None  # a driver without counters
+
+
+def test_a_peer_sender_the_host_starved_over_a_lossless_wire_is_a_disturbance(tmp_path):
+    why = disturbance(_device_run(tmp_path, paced=0.03))
+    assert why is not None and "starved the peer's sender: it paused on its own 3.0% of the transfer" in why
+    assert disturbance(_device_run(tmp_path, paced=0.009)) is None  # within SENDER_PACED_SHARE
+    assert disturbance(_device_run(tmp_path, paced=0.03, retransmissions=4)) is None  # a recovery's pauses
+    assert disturbance(_device_run(tmp_path, paced=0.03, workload="tx")) is None  # the board's own pace
+    air = LinkSpec.from_preset({"rtt": "5ms", "medium": "shared", "phy_rate": "46mbit"})
+    assert disturbance(_device_run(tmp_path, paced=0.03, link=air)) is None  # the air's turns make gaps
+
+
+def test_a_run_still_disturbed_after_its_repeat_says_why(tmp_path, monkeypatch):
+    def measure(plan: RunPlan, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
+        run_dir.mkdir(exist_ok=True)
+        measured = _device_run(run_dir, handed=105, counted={"nic.rx_frames": 100})
+        measured.result.time = plan.time.as_dict()
+        return measured
+
+    monkeypatch.setattr(plan_module.RunPlan, "measure", measure)
+    monkeypatch.setattr(analyse_module, "plot_run", lambda *_: None)
+    monkeypatch.setattr(analyse_module, "retime_peer_figures", lambda *_: None)
+    result = measure_trusted(_plan(), tmp_path / "r-1").result
+    assert result.run_dir == str(tmp_path / "r-1-slower") and "lost 5 frames" in result.repeats[0]["why"]
+    assert "lost 5 frames" in result.disturbed and still_disturbed(result)
+    saved = json.loads((tmp_path / "r-1-slower" / "result.json").read_text())
+    assert saved["disturbed"] == result.disturbed and saved["disturbed_policy"]["repeat_when"] == "disturbed"

@@ -156,6 +156,7 @@ class _Plan:
 
 def test_the_run_that_replaces_a_disturbed_one_records_it(tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "analyse_run", lambda result, *_: dataclasses.make_dataclass("A", [])())
+    monkeypatch.setattr(run_module, "plot_run", lambda *_: None)
     (tmp_path / "c-1").mkdir()
     plan = _Plan(DeviceTime("device", dilation=2.0, model_mips=600.0, host_mips=300.0), tmp_path)
     repeat = measure_trusted(plan, tmp_path / "c-1").result

@@ -14,7 +14,7 @@ from harness.core.errors import NetreproError
 from harness.core.ethernet import wire_bytes
 from harness.link import LinkSpec
 from harness.link.air import turn_s
-from harness.link.ping import PING_FRAME, base_delay_for, idle_ping_s, passage_s, pings
+from harness.link.ping import ON_TIME_S, PING_FRAME, Ping, base_delay_for, idle_ping_s, passage_s, pings
 from harness.rig.devicetime import TimeChoice
 from harness.rig.platform import load_platform
 from harness.rig.workload import Workload
@@ -45,18 +45,31 @@ def test_an_rtt_the_passages_alone_exceed_is_one_clear_error():
 
 
 def test_pings_through_the_link_alone_read_its_arithmetic():
-    """The link's capture at the peer's side times each ping, less this process's own answer: what is left is
-    the link's schedule, within 2 % of the arithmetic on the air and on a wire. A busy host only makes the link
-    hand a frame over later, never earlier: no ping reads less than the schedule, and the least of them is it."""
+    """The link's capture at both its sides times each ping, the device's end's turnaround taken off: what is
+    left is the link's two passages, within 2 % of the arithmetic on the air and on a wire when the link handed
+    them over on time. A busy host only makes the link hand a frame over later, never earlier, and by as much as
+    its own counters say: no ping reads less than the schedule, and each reads it once its lateness is off."""
     for preset in ({"rtt": "5ms", "medium": "shared", "phy_rate": "46mbit"}, {"rtt": "2ms", "rate": "10mbit"}):
         spec = LinkSpec.from_preset(preset)
         assert_pings_read_the_schedule(spec)
 
 
 def assert_pings_read_the_schedule(spec: LinkSpec) -> None:
+    arithmetic = idle_ping_s(spec)
     measured = pings(spec, 15)
-    assert min(measured) == pytest.approx(idle_ping_s(spec), rel=0.02), measured
-    assert all(ping > idle_ping_s(spec) * 0.98 for ping in measured), measured
+    for _ in range(2):  # a host busy elsewhere can make every ping of a batch late (as calibrate_rtt allows)
+        if any(p.on_time for p in measured):
+            break
+        measured = pings(spec, 15)
+    on_time = [p.read_s for p in measured if p.on_time]
+    assert on_time and min(on_time) == pytest.approx(arithmetic, rel=0.02), measured
+    assert all(p.read_s > arithmetic * 0.98 for p in measured), measured
+    assert all(p.read_s - p.late_s == pytest.approx(arithmetic, rel=0.02) for p in measured), measured
+
+
+def test_a_ping_is_on_time_when_the_link_handed_it_over_within_its_bound():
+    assert Ping(5.5e-3, ON_TIME_S).on_time and not Ping(5.5e-3, ON_TIME_S * 1.01).on_time
+    assert ON_TIME_S <= 0.02 * 2e-3 / 4  # a quarter of the tolerance on a 2 ms RTT
 
 
 def test_the_n6_wifi_preset_is_calibrated_to_the_reports_rtt(n6):
@@ -78,8 +91,9 @@ def test_a_calibration_confirms_itself_through_the_link_as_the_board_sees_it(n6)
     found = calibrate_rtt(n6, "wifi", 5.5e-3, count=10)
     spec = LinkSpec.from_preset(n6.link_preset("wifi"))
     assert found.base_delay_s == pytest.approx(spec.rtt_s, abs=2e-6) and len(found.pings_s) == 10  # as recorded
-    # the shortest ping is the link's schedule (a busy host only adds), within 2 % of the report's RTT
+    # the shortest ping the link handed over on time is its schedule, within 2 % of the report's RTT
     assert found.least_ping_s == pytest.approx(5.5e-3, rel=0.02) and found.arithmetic_s == pytest.approx(5.5e-3)
+    assert all(p.read_s - p.late_s == pytest.approx(5.5e-3, rel=0.02) for p in found.pings), found.pings
 
 
 @pytest.mark.real
@@ -97,7 +111,8 @@ def test_the_boards_handshake_over_the_calibrated_wifi_reads_the_reports_rtt(n6,
 def test_recording_writes_the_base_delay_into_the_preset_and_the_entry_into_the_report(n6, tmp_path):
     platform = dataclasses.replace(n6, path=tmp_path / "openmv-n6.toml")
     platform.path.write_text(n6.path.read_text())
-    calibration = RttCalibration("openmv-n6", "wifi", 5.5e-3, 5.0851e-3, 5.5e-3, [5.49e-3, 5.51e-3, 5.52e-3])
+    calibration = RttCalibration("openmv-n6", "wifi", 5.5e-3, 5.0851e-3, 5.5e-3,
+                                 [Ping(5.49e-3, 0.0), Ping(5.51e-3, 0.0), Ping(5.52e-3, 0.0)])
     record_base_delay(platform, calibration)
     again = load_platform(str(platform.path))
     assert again.links["wifi"]["rtt"] == "5.085ms" and again.links["wifi-wire"] == n6.links["wifi-wire"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.paths import PROJECT_ROOT
+from harness.link.ping import Ping
 from harness.rig.platform import load_platform
 from harness.studies.medium import MediumCalibration, record_input, record_phy_rate
 from harness.studies.report_writer import toml_key, toml_value
@@ -32,7 +33,7 @@ def test_a_source_with_quotes_backslashes_a_newline_and_non_ascii_reads_back_as_
     report = _copy(tmp_path, "reports/openmv-rt1060.toml")
     before = report.read_text()
     medium = MediumCalibration(40e6, 43_495_000, 39.996e6, [(43_495_000, 39.996e6)], "openmv-rt1060", "wifi")
-    rtt = RttCalibration("openmv-rt1060", "wifi", 3.3e-3, 1.5e-3, 3.3e-3, [3.3e-3])
+    rtt = RttCalibration("openmv-rt1060", "wifi", 3.3e-3, 1.5e-3, 3.3e-3, [Ping(3.3e-3, 0.0)])
     record_input(report, medium.input_toml(AWKWARD))                  # replaces the entry of that name, in place
     record_input(report, rtt.input_toml("a new RTT ✓", AWKWARD))      # no entry of that name: at the end
     inputs = {i["name"]: i for i in tomllib.loads(report.read_text())["inputs"]}
@@ -47,7 +48,7 @@ def test_recording_into_a_platform_file_keeps_its_comments(tmp_path):
     before = path.read_text()
     platform = dataclasses.replace(load_platform("openmv-rt1060"), path=path)
     record_phy_rate(platform, "wifi", 44_000_000)
-    record_base_delay(platform, RttCalibration("openmv-rt1060", "wifi", 3.3e-3, 1.5e-3, 3.3e-3, [3.3e-3]))
+    record_base_delay(platform, RttCalibration("openmv-rt1060", "wifi", 3.3e-3, 1.5e-3, 3.3e-3, [Ping(3.3e-3, 0.0)]))
     after = path.read_text()
     changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
     assert [b for _, b in changed] == ['rtt = "1.500ms"   # netrepro calibrate-rtt: an idle ping reads 3.3 ms',

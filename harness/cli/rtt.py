@@ -62,5 +62,6 @@ def format_rtt(calibration: RttCalibration, entry: str) -> str:
     return "\n".join([
         f"{c.platform} {c.preset}: a base delay of {c.base_delay_s * 1e3:.3f} ms gives an idle ping of "
         f"{c.arithmetic_s * 1e3:.3f} ms by the link's arithmetic; {len(c.pings_s)} pings through the link alone read "
-        f"{c.idle_ping_s * 1e3:.3f} ms (median; {c.least_ping_s * 1e3:.3f}-{max(c.pings_s) * 1e3:.3f}), "
-        f"{c.error * 100:+.2f} % of the target {c.target_s * 1e3:g} ms", "", "the report's [[inputs]] entry:", entry])
+        f"{c.idle_ping_s * 1e3:.3f} ms (median; {min(c.pings_s) * 1e3:.3f}-{max(c.pings_s) * 1e3:.3f}), "
+        f"{c.error * 100:+.2f} % of the target {c.target_s * 1e3:g} ms; the least the link handed over on time "
+        f"read {c.least_ping_s * 1e3:.3f} ms", "", "the report's [[inputs]] entry:", entry])

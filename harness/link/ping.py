@@ -6,32 +6,51 @@ block ack, and its transfer across the WiFi chip's host bus; on a wire the frame
 rate). `idle_ping_s` is the arithmetic; `pings`
 measures it through the link binary with this process at both ends (unix datagram sockets, as
 harness.link.saturate does): the peer's echo request goes through, the device's end answers at
-once. Each ping is timed as the link saw it at the peer's side (its capture there: the request's
-arrival, the reply's hand-over), less the time the device's end took to answer (from the kernel's
-stamp of the request's arrival at its socket to its reply), which a board's own turnaround
-replaces in a run: what is left is the link, not this process's wake-ups.
+once. Each ping is timed by the link's own capture at both sides: from the request's arrival at the
+peer's side to the reply's hand-over there, less the device's turnaround between the request's
+hand-over at the device's side and the reply's arrival there (which a board's own turnaround
+replaces in a run). What is left is the link's two passages, not this process's wake-ups. The
+link's own counters, read after each ping, say how late it handed that ping's two frames over
+against its schedule: a host busy elsewhere (another board's QEMU, a hypervisor's steal) wakes it
+late, and a ping that waited on such a wake-up is not on time (`Ping.on_time`).
 """
 
 from __future__ import annotations
 
 import shutil
 import socket
-import statistics
 import struct
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import NetreproError
 from harness.core.ethernet import wire_bytes
 from harness.link.air import bus_s, turn_s
 from harness.link.capture import read_pcap_ns
+from harness.link.counters import LinkCounters
 from harness.link.process import Link
 from harness.link.spec import LinkSpec
-from harness.link.stamps import recv_stamped, stamp_arrivals
 
 PING_FRAME = 14 + 20 + 8 + 56  # ping's default: 56 bytes of data in an ICMP echo, in IPv4, in Ethernet
 _WAIT_S = 2.0                  # one ping's longest wait on the wall clock
+# the link's lateness a ping may carry and still be on time: a quarter of the 2 % a calibration allows on a
+# 2 ms RTT, so that an on-time ping reads the schedule, not the host
+ON_TIME_S = 10e-6
+
+
+@dataclass(frozen=True)
+class Ping:
+    """One idle ping through the link alone: what it read, and how late the link handed its two frames over
+    against its own schedule (the host's share of the reading)."""
+
+    read_s: float
+    late_s: float
+
+    @property
+    def on_time(self) -> bool:
+        return self.late_s <= ON_TIME_S
 
 
 def passage_s(spec: LinkSpec, way: str, size: int = PING_FRAME) -> float:
@@ -72,27 +91,31 @@ def _socket(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(str(path))
     sock.settimeout(_WAIT_S)
-    return stamp_arrivals(sock)
+    return sock
 
 
-def pings(spec: LinkSpec, count: int = 20, gap_s: float = 0.02) -> list[float]:
-    """`count` idle pings through the link alone (wall time: the link runs at D = 1), in seconds each: the
-    round trip the link's capture at the peer's side shows, less the device's end's own time to answer."""
+def pings(spec: LinkSpec, count: int = 20, gap_s: float = 0.02) -> list[Ping]:
+    """`count` idle pings through the link alone (wall time: the link runs at D = 1), each as the link's capture
+    at both its sides timed it, the device's end's turnaround taken off, with the link's lateness on it."""
     if count < 1:
         raise NetreproError("a ping needs a count of at least 1", "give --pings 1 or more")
     root = Path(tempfile.mkdtemp(prefix="nrp-", dir="/tmp"))  # unix socket paths are short
     dev, peer = _socket(root / "dev.sock"), _socket(root / "peer.sock")
     link = Link(spec, device_sock=root / "link-dev.sock", device_remote=root / "dev.sock", run_dir=root / "run",
-                peer_sock=root / "link-peer.sock", peer_remote=root / "peer.sock", capture_at="peer")
-    answering: list[int] = []
+                peer_sock=root / "link-peer.sock", peer_remote=root / "peer.sock", capture_at="both")
+    lateness = [0.0]  # the link's lateness summed over every frame it handed over, after each ping
     try:
         with link:
             peer.connect(str(link.peer_sock))
             dev.connect(str(link.device_sock))
             for seq in range(count):
-                answering.append(_one_ping(dev, peer, seq))
+                peer.send(_echo(seq, reply=False))
+                dev.recv(2048)
+                dev.send(_echo(seq, reply=True))
+                peer.recv(2048)
+                lateness.append(_late_sum_s(link.counters()))
                 time.sleep(gap_s)
-        stamps = _stamps(link.pcap_path)
+        passages = _passages(link.pcap_path)
     except TimeoutError:
         raise NetreproError(f"a ping through the link got no answer within {_WAIT_S:g} s",
                             "check the link spec (a delay of seconds, or a loss?)") from None
@@ -100,30 +123,25 @@ def pings(spec: LinkSpec, count: int = 20, gap_s: float = 0.02) -> list[float]:
         dev.close()
         peer.close()
         shutil.rmtree(root, ignore_errors=True)
-    return [(stamps[(seq, 0)] - stamps[(seq, 8)] - answering[seq]) / 1e9 for seq in range(count)]
+    return [Ping(passages[seq], lateness[seq + 1] - lateness[seq]) for seq in range(count)]
 
 
-def _one_ping(dev: socket.socket, peer: socket.socket, seq: int) -> int:
-    """One echo through the link and back; the ns the device's end took, from the kernel's stamp of the
-    request's arrival at its socket to its reply (both on the realtime clock the stamp is on). The reply's
-    time is read before it is sent, so that this process's pause after sending it is not taken off the ping."""
-    peer.send(_echo(seq, reply=False))
-    _data, arrived = recv_stamped(dev, 2048)
-    answered = time.time_ns()  # before the reply leaves: a pause of this process here would count as the link's
-    dev.send(_echo(seq, reply=True))
-    peer.recv(2048)
-    return answered - arrived
+def _late_sum_s(counters: LinkCounters) -> float:
+    """How late, in all, the link has handed frames over so far, both ways (its counters keep the mean)."""
+    return sum(d.late_us_mean * d.frames_out for d in (counters.to_device, counters.to_peer)) / 1e6
 
 
-def _stamps(capture: Path) -> dict[tuple[int, int], int]:
-    """(ICMP sequence, type) -> the capture's ns stamp of each echo request (8) and reply (0)."""
-    found = {}
+def _passages(capture: Path) -> dict[int, float]:
+    """ICMP sequence -> the seconds its echo spent in the link, both ways, from a capture at both sides: each
+    frame shows twice, first where it came in, then where it left (a request at the peer's side, then at the
+    device's; a reply the other way round)."""
+    seen: dict[tuple[int, int], list[int]] = {}
     for stamp, frame in read_pcap_ns(capture):
         if len(frame) >= PING_FRAME and frame[12:14] == b"\x08\x00" and frame[23] == 1:
-            found[(struct.unpack("!H", frame[40:42])[0], frame[34])] = stamp
+            seen.setdefault((struct.unpack("!H", frame[40:42])[0], frame[34]), []).append(stamp)
+    found = {}
+    for (seq, kind), stamps in seen.items():
+        if kind == 8 and (seq, 0) in seen:
+            (request_in, request_out), (reply_in, reply_out) = sorted(stamps), sorted(seen[(seq, 0)])
+            found[seq] = ((request_out - request_in) + (reply_out - reply_in)) / 1e9
     return found
-
-
-def median_ping_s(spec: LinkSpec, count: int = 20) -> float:
-    """The median of `count` idle pings through the link alone."""
-    return statistics.median(pings(spec, count))

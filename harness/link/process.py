@@ -71,7 +71,8 @@ class Link:
 
     ``capture_at`` is the side of the link the capture is taken at: "device" (the default) or
     "peer", where a user's own capture beside a real board is usually taken (harness/link/c/capture.h,
-    "Capture:", says which frames each side sees and when it stamps them).
+    "Capture:", says which frames each side sees and when it stamps them), or "both", each frame at
+    each side in one file, which only timing a frame's passage wants (harness.link.ping).
 
     Files in run_dir: capture.pcap, drops.jsonl, link-stats.json, link.log (stderr).
     """
@@ -119,7 +120,7 @@ class Link:
         self.board_clock = Path(board_clock) if board_clock is not None else None  # the board's tick socket
         self.board_clock_per_ms = board_clock_per_ms  # its ticks a board ms
         self.extra_args = list(extra_args)
-        self.capture_at = capture_side(capture_at)
+        self.capture_at = capture_at if capture_at == "both" else capture_side(capture_at)
         self.proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
         self.counters_at_stop: LinkCounters | None = None

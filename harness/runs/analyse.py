@@ -29,11 +29,20 @@ class MeasuredRun:
     progress: Progress
     follower: CaptureFollower | None = None
     workload_end: float | None = None
+    _analysis: CaptureAnalysis | None = field(default=None, init=False, repr=False)
+
+    def capture_analysis(self) -> CaptureAnalysis:
+        """The capture's analysis, added to the result once: the policy for a disturbed run may need it before
+        the run is analysed (harness.runs.disturbed), and the plots can wait."""
+        if self._analysis is None:
+            self.progress.step(f"analysing the capture of {Path(self.result.run_dir).name}")
+            self._analysis = analyse_run(self.result, self.follower, self.workload_end)
+        return self._analysis
 
     def analysed(self) -> RunResult:
-        """The capture's analysis (and plots) added, the peer's figures retimed by it, the result saved again."""
-        self.progress.step(f"analysing the capture of {Path(self.result.run_dir).name}")
-        analysis = analyse_run(self.result, self.follower, self.workload_end)
+        """The capture's analysis and plots added, the peer's figures retimed by it, the result saved again."""
+        analysis = self.capture_analysis()
+        plot_run(self.result, analysis)
         retime_peer_figures(self.result, self.transfers, analysis)
         self.result.save()
         return self.result
@@ -110,8 +119,8 @@ def retime_peer_figures(result: RunResult, transfers: list[Transfer], analysis: 
 
 def analyse_run(result: RunResult, follower: CaptureFollower | None = None,
                 workload_end: float | None = None) -> CaptureAnalysis:
-    """Add the capture's analysis and plots to the result of a finished run: the follower's, which read the capture
-    while the link wrote it, else the finished file's (the same analysis either way)."""
+    """Add the capture's analysis to the result of a finished run: the follower's, which read the capture while the
+    link wrote it, else the finished file's (the same analysis either way)."""
     rate, stage = data_rate(result)
     arguments = {"device_ip": result.device, "link_rate_bps": rate, "captured_at": result.captured_at,
                  "device_busy": device_busy(result), "link_stage": stage}
@@ -119,10 +128,14 @@ def analyse_run(result: RunResult, follower: CaptureFollower | None = None,
     _record_ready(result, follower, workload_end)
     result.analysis = analysis.to_summary()
     _cost_per_segment(result)
+    return analysis
+
+
+def plot_run(result: RunResult, analysis: CaptureAnalysis) -> None:
+    """Add the plots of a run's analysed capture to its result."""
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
              f"rtt {result.link.rtt_s * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
     result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
-    return analysis
 
 
 def _record_ready(result: RunResult, follower: CaptureFollower | None, workload_end: float | None) -> None:

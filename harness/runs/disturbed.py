@@ -2,11 +2,19 @@
 for every command (`run`, `compare`, `bisect`, `reproduce`, `sensitivity`, `sweep`, the pytest plugin: they
 all run a plan through RunPlan.execute or RunPlan.start, which come here).
 
-The policy: a run whose figures the host put at risk (DeviceTime.figures_at_risk: the board's clock fell
-behind while the link ran on wall / D, the link handed frames over late, or the host held the board longer
-than the peer's shortest retransmission timeout) is repeated at twice D, in RUN_DIR-slower, up to
-`DisturbedPolicy.tries` runs in all; the last run stands, still marked if the host disturbed it too. The
-result that stands records the policy and every run it repeated (result.json `disturbed_policy`, `repeats`).
+The policy: a run the host disturbed (`disturbance`) is repeated at twice D, in RUN_DIR-slower, up to
+`DisturbedPolicy.tries` runs in all; the last run stands, still marked if the host disturbed it too (result.json
+`disturbed`). The result that stands records the policy and every run it repeated (`disturbed_policy`,
+`repeats`). A device-time run is disturbed when
+- its figures are at risk by its time (DeviceTime.figures_at_risk: the board's clock fell behind while the link
+  ran on wall / D, the link handed frames over late in the board's own time, or the host held the board longer
+  than the peer's shortest retransmission timeout);
+- the board's NIC lost frames it never counted: the link handed them over and the driver neither received
+  them nor counted them dropped (a device model's loss, seen with QEMU's LAN9118 on a host busy elsewhere;
+  the peer resends them): losses no modelled link has;
+- the peer's bulk sender paused on its own for more than SENDER_PACED_SHARE of the transfer over a wire that
+  lost nothing: the peer's application runs in wall time, and a host that starves it makes gaps the board's
+  link never had (harness.analysis pause shares, `sender_paced`).
 """
 
 from __future__ import annotations
@@ -17,9 +25,16 @@ from typing import Any, Protocol
 
 from harness.core.progress import Progress
 from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, DeviceTime
+from harness.rig.workload import KINDS
 from harness.runs.analyse import MeasuredRun
+from harness.runs.result import RunResult
 
 REPEAT_SUFFIX = "-slower"  # a repeat's folder: its run's folder with this added, once per repeat
+# the share of a transfer the peer's sender may pause on its own before its starving is the host's: a pause
+# share takes about as much off the figure, and the side-by-side checks hold figures to 1 %
+SENDER_PACED_SHARE = 0.01
+# the driver's counters of frames the NIC received or dropped where it could count them (firmware/drivers)
+NIC_COUNTED = ("nic.rx_frames", "nic.rx_no_pbuf", "nic.rx_dropped_fifo")
 
 
 class Measurable(Protocol):
@@ -37,7 +52,7 @@ class DisturbedPolicy:
     tries: int = 2
 
     def as_dict(self) -> dict[str, Any]:
-        return {"repeat_when": "figures_at_risk", "repeat_at": "twice D", "tries": self.tries}
+        return {"repeat_when": "disturbed", "repeat_at": "twice D", "tries": self.tries}
 
     def measure(self, plan: Measurable, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
         """The plan's runs under this policy, the one that stands not yet analysed; it records the runs it
@@ -45,8 +60,9 @@ class DisturbedPolicy:
         progress = progress or Progress(quiet=True)
         repeats: list[dict[str, Any]] = []
         measured = plan.measure(run_dir, progress)
-        while figures_at_risk(measured.result.time) and len(repeats) + 1 < self.tries:
-            why, slower = risk_text(measured.result.time), plan.time.slower()
+        why = disturbance(measured)
+        while why and len(repeats) + 1 < self.tries:
+            slower = plan.time.slower()
             progress.warn(f"{why} at D = {plan.time.dilation:g}; repeating at D = {slower.dilation:g}")
             disturbed = measured.analysed()  # the disturbed run's folder keeps its analysis too
             repeats.append({"run_dir": disturbed.run_dir, "figure": disturbed.throughput_mbps,
@@ -54,8 +70,10 @@ class DisturbedPolicy:
             plan, run_dir = replace(plan, time=slower), run_dir.with_name(run_dir.name + REPEAT_SUFFIX)
             run_dir.mkdir()
             measured = plan.measure(run_dir, progress)
+            why = disturbance(measured)
         # the run that stands says what it stands in for, so that no table replaces a figure silently
         measured.result.disturbed_policy, measured.result.repeats = self.as_dict(), repeats
+        measured.result.disturbed = why
         measured.result.replaced = repeats[-1] if repeats else None
         measured.result.save()
         return measured
@@ -64,6 +82,51 @@ class DisturbedPolicy:
 def measure_trusted(plan: Measurable, run_dir: Path, progress: Progress | None = None) -> MeasuredRun:
     """The plan's runs under the one policy (DisturbedPolicy), the one that stands not yet analysed."""
     return DisturbedPolicy().measure(plan, run_dir, progress)
+
+
+def disturbance(measured: MeasuredRun) -> str | None:
+    """Why the host disturbed a run, in the user's words (None: it did not, or the run is in host time, whose
+    figures are the host's anyway); the pause shares are read only where they are needed."""
+    result = measured.result
+    if figures_at_risk(result.time):
+        return risk_text(result.time)
+    if not result.time or result.time.get("mode") != "device" or result.status != "passed":
+        return None
+    lost = unseen_frames(result)
+    if lost:
+        return (f"the board's NIC lost {lost} frame{'s' if lost > 1 else ''} the link handed it and counted none "
+                "of them dropped (the device model's loss, not the link's)")
+    if peer_sends_over_a_lossless_wire(result):
+        measured.capture_analysis()
+        shares = result.analysis.pause_shares if result.analysis else None
+        if shares is not None and shares.sender_paced > SENDER_PACED_SHARE and not result.analysis.retransmissions:
+            return (f"the host starved the peer's sender: it paused on its own {shares.sender_paced:.1%} of the "
+                    f"transfer (more than {SENDER_PACED_SHARE:.0%})")
+    return None
+
+
+def unseen_frames(result: RunResult) -> int:
+    """Frames the link handed to the device that its driver neither received nor counted as dropped (0 where the
+    driver keeps no counters)."""
+    handed = result.link_counters.get("to_device", {}).get("frames_out")
+    if handed is None or NIC_COUNTED[0] not in result.device_stats:
+        return 0
+    return max(0, handed - sum(result.device_stats.get(key, 0) for key in NIC_COUNTED))
+
+
+def peer_sends_over_a_lossless_wire(result: RunResult) -> bool:
+    """The peer is the bulk sender, over a wire the link drops nothing on: any pause it makes on its own is the
+    host's (on the air, the turns' gaps are the medium's)."""
+    kind = KINDS.get(result.workload.get("name", ""))
+    toward = result.link_counters.get("to_device")
+    return (kind is not None and not kind.device_sends and not kind.two_way and not kind.udp and toward is not None
+            and result.link.medium == "wire" and not sum(toward.get("dropped", {}).values()))
+
+
+def still_disturbed(result: RunResult) -> bool:
+    """The run that stood was disturbed too (`disturbance`; a result.json from before it was recorded: by its
+    time alone)."""
+    return bool(result.disturbed) or figures_at_risk(result.time)
 
 
 def figures_at_risk(time: dict[str, Any]) -> bool:

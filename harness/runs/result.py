@@ -65,6 +65,8 @@ class RunResult:
     # what is done with a run the host disturbed (harness.runs.disturbed.DisturbedPolicy), and every run of this
     # one's that it repeated, oldest first, each as `replaced` has it (so tries = len(repeats) + 1)
     disturbed_policy: dict[str, Any] = field(default_factory=dict)
+    # why the host disturbed this run, when it did even after the policy's repeats (harness.runs.disturbed)
+    disturbed: str | None = None
     repeats: list[dict[str, Any]] = field(default_factory=list)
     # the peer's TCP timers in the board's time: which were scaled by D, how, and what the board saw of the
     # others (harness.rig.peer_timers)

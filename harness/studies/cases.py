@@ -9,7 +9,7 @@ from typing import Any
 from harness.analysis import AnalysisSummary, load_capture
 from harness.core.errors import NetreproError
 from harness.runs.analyse import data_rate
-from harness.runs.disturbed import figures_at_risk
+from harness.runs.disturbed import still_disturbed
 from harness.runs.result import RunResult, device_busy, threads_text
 
 
@@ -118,7 +118,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.runs_failed = raised + len(runs) - len(measured)
     result.lwip_ram_total = next((r.lwip_ram["total"] for r in runs if r.lwip_ram), None)
     result.leaks = case_leaks(runs)
-    result.runs_at_risk = sum(figures_at_risk(r.time) for r in runs)
+    result.runs_at_risk = sum(still_disturbed(r) for r in runs)
     result.runs_replaced = replaced_runs(runs, result.direction)
     if len(measured) < len(runs) and result.error is None:
         which = f"{result.direction} " if result.direction else ""

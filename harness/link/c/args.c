@@ -1,6 +1,7 @@
 /* The command line: see args.h. */
 #define _GNU_SOURCE
 #include "args.h"
+#include "capture.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,8 +16,8 @@ static void help(void)
          "                     [--board-clock PATH] (listen here for the board's clock, a byte per tick:\n"
          "                                           link time then follows the board, not the wall)\n"
          "                     [--board-clock-per-ms N] (the board's clock ticks N times a board ms; default 1)\n"
-         "                     [--capture-at device|peer] (the side of the link the capture is taken at;\n"
-         "                                           default device)\n"
+         "                     [--capture-at device|peer|both] (the side of the link the capture is taken\n"
+         "                                           at; default device)\n"
          "                     [--no-defer] [--hold-capture-mib N] [--die-with-parent] [--LINK-WIDE-KEY VALUE]");
     printf("link-wide keys:%s\n"
            "SPEC: key=value,key=value,... (a list continues after a comma: drop=data:3,syn:1) with the keys:\n"
@@ -39,6 +40,7 @@ static void args_defaults(struct args *a)
     a->clock_per_ms = 1.0;
     a->max_inflight = 100000;
     a->snaplen = 262144;
+    a->capture_sides = CAPTURE_DEVICE;
     link_defaults(&a->lc);
 }
 
@@ -86,9 +88,10 @@ static int process_option(struct args *a, const char *name, const char *val)
             usage_error("--tap-mtu: bad value '%s'", val);
         a->tap_mtu = (int)tmp;
     } else if (FLAG("--capture-at")) {
-        if (strcmp(val, "device") && strcmp(val, "peer"))
-            usage_error("--capture-at: bad value '%s' (device or peer)", val);
-        a->capture_at_peer = !strcmp(val, "peer");
+        if (strcmp(val, "device") && strcmp(val, "peer") && strcmp(val, "both"))
+            usage_error("--capture-at: bad value '%s' (device, peer or both)", val);
+        a->capture_sides = !strcmp(val, "device") ? CAPTURE_DEVICE
+                           : !strcmp(val, "peer") ? CAPTURE_PEER : CAPTURE_DEVICE | CAPTURE_PEER;
     } else if (FLAG("--spin-us")) {
         if (parse_double(val, &d) || d < 0 || d > 10000)
             usage_error("--spin-us: bad value '%s'", val);

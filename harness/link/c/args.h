@@ -17,7 +17,7 @@ struct args {
     const char *pcap_path, *drops_path, *stats_path, *clock_path;
     const char *spec_dev, *spec_peer;
     int tap_mtu, die_with_parent, nice_level, nice_set, rt_prio;
-    int capture_at_peer; /* --capture-at peer (else the device side) */
+    int capture_sides;   /* --capture-at: CAPTURE_DEVICE (the default), CAPTURE_PEER or both (capture.h) */
     int defer;           /* 0: --no-defer */
     ns_t spin_max;       /* --spin-us, in ns */
     double budget;       /* --spin-budget */

@@ -15,7 +15,11 @@
  *     when they arrive from the peer (tap or socket), every one of them, so a frame the
  *     link then drops is in both the capture and the drops log; device -> peer frames when
  *     they are handed to the peer, so one lost on the way is in the drops log only.
+ *   both: each frame at each side, as above, in one file (each frame twice, each copy stamped
+ *     where it was): the link's own times of a frame's passage, for timing a ping through it.
  */
+#define CAPTURE_DEVICE 1 /* the sides a capture is taken at (--capture-at), a bit each */
+#define CAPTURE_PEER 2
 #ifndef NR_CAPTURE_H
 #define NR_CAPTURE_H
 
@@ -83,7 +87,7 @@ struct capture {
     struct pcap_record **pend;
     size_t pend_head, pend_n, pend_cap; /* pend[pend_head .. pend_n) wait, in time order */
     ns_t written;                       /* the stamp of the last record written */
-    int at_peer;                        /* --capture-at peer (else the device side) */
+    int sides;                          /* --capture-at: CAPTURE_DEVICE, CAPTURE_PEER or both */
 };
 
 void capture_init(struct capture *cap, const struct link_time *time);

@@ -284,7 +284,7 @@ static double rate_departure(struct dir *d, uint32_t len, ns_t now)
 static void capture_from_device(struct capture *cap, const struct dir *d, ns_t now, const uint8_t *data,
                                 uint32_t len)
 {
-    if (!cap->at_peer && d->id == TO_PEER)
+    if ((cap->sides & CAPTURE_DEVICE) && d->id == TO_PEER)
         pcap_write(cap, now + cap->time->t0, data, len); /* device side: stamped on arrival from the device */
 }
 
@@ -297,7 +297,7 @@ void dir_arrive(struct link *L, struct dir *d, const uint8_t *data, uint32_t len
     d->frames_in++;
     d->bytes_in += len;
     uint64_t n = d->frames_in;
-    if (L->cap.at_peer && d->id == TO_DEVICE)
+    if ((L->cap.sides & CAPTURE_PEER) && d->id == TO_DEVICE)
         pcap_write(&L->cap, now + L->time.t0, data, len); /* peer side: all the peer sent, the frames the link loses too */
 
     int reason = loss_reason(d, drop_listed(d, data, len));
@@ -376,7 +376,7 @@ static void delivered(struct link *L, struct dir *d, const struct frame *f, ns_t
     if (late > 100000 * L->time.dilation)
         d->late_over_100us++;
     /* stamped when handed over: to the device for a device-side capture, to the peer for a peer-side one */
-    if (d->id == (L->cap.at_peer ? TO_PEER : TO_DEVICE))
+    if (L->cap.sides & (d->id == TO_PEER ? CAPTURE_PEER : CAPTURE_DEVICE))
         pcap_write(&L->cap, t + L->time.t0, f->data, f->len);
 }
 

@@ -84,7 +84,7 @@ static void link_setup(struct link *L, const struct args *a, int sfd)
     L->cap.snaplen = a->snaplen;
     L->cap.max_chunks = a->max_chunks;
     L->cap.hold_chunks = a->hold_chunks;
-    L->cap.at_peer = a->capture_at_peer;
+    L->cap.sides = a->capture_sides;
     L->max_inflight = a->max_inflight;
     L->defer = a->defer;
     L->stats_path = a->stats_path;
