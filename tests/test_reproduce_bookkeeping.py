@@ -168,3 +168,13 @@ def test_the_run_that_replaces_a_disturbed_one_records_it(tmp_path, monkeypatch)
     undisturbed = _Plan(DeviceTime("device", dilation=4.0, model_mips=600.0, host_mips=150.0), tmp_path)
     (tmp_path / "d-1").mkdir()
     assert measure_trusted(undisturbed, tmp_path / "d-1").result.replaced is None
+
+
+def test_a_case_whose_median_run_is_a_repeat_keeps_the_d_it_was_planned_at():
+    """The D check runs at twice the case's D: the case's D is the one planned, not its repeat's twice that."""
+    disturbed = {"run_dir": "/x/rx-2", "figure": 18.5, "dilation": 4.0, "why": "the host fell behind"}
+    repeat = _replaced_run(22.1, 8.0, disturbed)
+    repeat.repeats = [disturbed]
+    result = CaseResult(case="rx after", platform="p", profile="q", link="l", workload="sock-rx", report_mbps=22.2)
+    summarise_runs(result, [_replaced_run(22.0, 4.0, None), repeat, _replaced_run(22.4, 4.0, None)])
+    assert result.median_run_dir == "/x/22.1" and result.dilation == 4.0

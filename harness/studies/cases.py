@@ -60,7 +60,7 @@ class CaseResult:
                                                                        # twice D (replaced_runs)
     # the D check (reproduce --d-check): the figure of one more run at twice D and that D (None: not run), and
     # whether the figure moved by more than half the report's band, so that it is the host's as much as the board's
-    dilation: float | None = None             # the D its median run was planned at (device time)
+    dilation: float | None = None             # the D its runs were planned at (device time; a repeat ran at twice it)
     d_check: float | None = None
     d_check_dilation: float | None = None
     d_check_run_dir: str | None = None
@@ -112,6 +112,14 @@ def judge_d_check(result: CaseResult, check: RunResult | None, band: float) -> N
                                      f"the band, {band / 2:.1%})")
 
 
+def planned_dilation(run: RunResult) -> float | None:
+    """The D a run was planned at: its first try's, when the policy for a disturbed run repeated it at twice D."""
+    repeats = getattr(run, "repeats", None)
+    if repeats:
+        return repeats[0]["dilation"]
+    return run.time.get("dilation") if run.time else None
+
+
 def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -> None:
     """The runs' figures and the median run's facts; `raised` counts the runs that never returned."""
     measured = [(f, r) for r in runs if (f := run_figure(r, result.direction)) is not None]
@@ -132,7 +140,7 @@ def summarise_runs(result: CaseResult, runs: list[RunResult], raised: int = 0) -
     result.min_mbps, result.max_mbps = round(min(figures), 2), round(max(figures), 2)
     middle = sorted(measured, key=lambda fr: fr[0])[len(measured) // 2][1]  # the median run speaks for the case
     result.median_run_dir = middle.run_dir
-    result.dilation = middle.time.get("dilation") if middle.time else None
+    result.dilation = planned_dilation(middle)
     result.threads = threads_text(middle.threads["cpu"]) if middle.threads and "cpu" in middle.threads else None
     rate, stage = data_rate(middle, result.direction)
     analysis = (middle.analysis if result.direction is None else

@@ -26,7 +26,7 @@ from harness.studies.medium import preset_line
 from harness.studies.toml_edit import entry_toml, plain_number, record_value
 
 TOLERANCE = 0.02  # the measured idle ping must read the report's RTT within this share
-BATCHES = 3       # batches of pings a calibration may take to find one the host did not make late
+BATCHES = 5       # batches of pings a calibration may take to find one the host did not make late
 
 
 @dataclass(frozen=True)
