@@ -124,6 +124,12 @@ class LinkCounters:
         return self.to_device.dropped_total + self.to_peer.dropped_total
 
     @property
+    def late_s_total(self) -> float:
+        """How late, in all, every frame left the link against its schedule, both ways (its counters keep the
+        mean; in board seconds in device time)."""
+        return sum(d.late_us_mean * d.frames_out for d in (self.to_device, self.to_peer)) / 1e6
+
+    @property
     def late_ms_max(self) -> float:
         """The latest any frame left the link against its schedule, either way (board ms in device time)."""
         return max(self.to_device.late_us_max, self.to_peer.late_us_max) / 1000

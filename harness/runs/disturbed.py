@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.core.progress import Progress
+from harness.link.counters import DirectionCounters
 from harness.rig.devicetime import BOARD_STALL_MS, LINK_LATE_MS, DeviceTime
 from harness.rig.workload import KINDS
 from harness.runs.analyse import MeasuredRun
@@ -126,7 +127,7 @@ def peer_sends_over_a_lossless_link(result: RunResult) -> bool:
     kind = KINDS.get(result.workload.get("name", ""))
     toward = result.link_counters.get("to_device")
     return (kind is not None and not kind.device_sends and not kind.two_way and not kind.udp and toward is not None
-            and not sum(toward.get("dropped", {}).values()))
+            and not DirectionCounters.from_dict(toward).dropped_total)
 
 
 def still_disturbed(result: RunResult) -> bool:

@@ -19,14 +19,13 @@ from typing import Any
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link import LinkSpec
-from harness.link.ping import Ping, base_delay_for, idle_ping_s, pings
+from harness.link.ping import BATCHES, Ping, base_delay_for, idle_ping_s, pings_on_time
 from harness.rig.platform import Platform
 from harness.rig.session import Session
 from harness.studies.medium import preset_line
 from harness.studies.toml_edit import entry_toml, plain_number, record_value
 
 TOLERANCE = 0.02  # the measured idle ping must read the report's RTT within this share
-BATCHES = 5       # batches of pings a calibration may take to find one the host did not make late
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class RttCalibration:
     def as_dict(self) -> dict[str, Any]:
         return {"platform": self.platform, "preset": self.preset, "target_ms": round(self.target_s * 1e3, 4),
                 "base_delay_ms": round(self.base_delay_s * 1e3, 4), "idle_ping_ms": round(self.idle_ping_s * 1e3, 4),
-                "least_ping_ms": round(self.least_ping_s * 1e3, 4) if self.least_ping_s else None,
+                "least_ping_ms": round(self.least_ping_s * 1e3, 4) if self.least_ping_s is not None else None,
                 "arithmetic_ms": round(self.arithmetic_s * 1e3, 4), "error": round(self.error, 5),
                 "pings_ms": [round(p * 1e3, 4) for p in self.pings_s],
                 "link_late_us": [round(p.late_s * 1e6, 1) for p in self.pings]}
@@ -92,13 +91,7 @@ def calibrate_rtt(platform: Platform, preset: str, target_s: float, count: int =
     calibrated = spec.override(rtt=f"{base * 1e6:.3f}us")
     progress.step(f"{platform.name} {preset}: a base delay of {base * 1e3:.3f} ms makes the link's arithmetic read "
                   f"{target_s * 1e3:g} ms; confirming with {count} pings through the link alone")
-    link = Session.link_as_run(calibrated, platform)
-    measured = pings(link, count)
-    for _ in range(BATCHES - 1):  # a host busy elsewhere can make every ping of a batch late
-        if any(p.on_time for p in measured):
-            break
-        progress.warn(f"the host woke the link late for all {count} pings; pinging again")
-        measured = pings(link, count)
+    measured = pings_on_time(Session.link_as_run(calibrated, platform), count, progress.warn)
     found = RttCalibration(platform.name, preset, target_s, base, idle_ping_s(calibrated), measured)
     if found.least_ping_s is None:
         raise NetreproError(f"the host woke the link late for every ping of {BATCHES} batches of {count} (by "
