@@ -16,7 +16,7 @@ import struct
 import time
 from pathlib import Path
 
-from harness.link import Direction, Link, LinkCounters, LinkSpec
+from harness.link import Direction, Link, LinkCounters, LinkSpec, read_pcap_ns
 from harness.link.stamps import recv_stamped, stamp_arrivals
 
 DEV_MAC = bytes.fromhex("020000000002")
@@ -69,7 +69,7 @@ class Bench:
     """A running link with the test on both sides."""
 
     def __init__(self, spec: LinkSpec, root: Path, device_present: bool = True, extra_args=(),
-                 connect_device: bool = True) -> None:
+                 connect_device: bool = True, capture_at: str = "device") -> None:
         self.root = root
         self.connect_device = connect_device
         self.dev = self._socket(root / "qemu.sock") if device_present else None
@@ -82,6 +82,7 @@ class Bench:
             peer_sock=root / "link-peer.sock",
             peer_remote=root / "peer.sock",
             extra_args=list(extra_args),
+            capture_at=capture_at,
         )
 
     @staticmethod
@@ -150,6 +151,17 @@ class Bench:
         """The most a frame of that direction left the link after its schedule, as the link itself measured it
         (its own clock against each frame's due time): what a busy host added to any stamp the test reads."""
         return round(getattr(self.link.counters(), direction).late_us_max * 1000)
+
+    def passages(self) -> dict[tuple[str, int], list[int]]:
+        """(direction, frame number) -> [ns it came into the link, ns it left], from the link's own capture at both
+        sides (a Bench made with capture_at="both", read after the link stopped): the kernel's stamp of its arrival
+        at the link and the link's clock when it handed it over, in the board's time, so that neither this
+        process's clock nor how soon it sent or read counts. A frame the link dropped has its arrival only."""
+        out: dict[tuple[str, int], list[int]] = {}
+        for stamp, frame in read_pcap_ns(self.link.pcap_path):
+            direction = "to_peer" if frame[6:12] == DEV_MAC else "to_device"
+            out.setdefault((direction, frame_number(frame)), []).append(stamp)
+        return out
 
     def wait_arrivals(self, direction: str, frames_in: int, timeout: float = 5.0) -> LinkCounters:
         """Wait until the link has taken in frames_in frames in a direction."""

@@ -20,16 +20,18 @@ from harness.link import LinkSpec, read_drops
 def test_delay_each_direction(root):
     spec = LinkSpec(to_device=one_way(delay_s=0.010), to_peer=one_way(delay_s=0.020))
     late = {"to_peer": [], "to_device": []}
-    with Bench(spec, root) as b:
+    delay = {"to_peer": 20 * MS, "to_device": 10 * MS}
+    with Bench(spec, root, capture_at="both") as b:
         for i in range(20):
-            sent_d = b.from_device(raw_frame(i))
-            sent_p = b.from_peer(raw_frame(i, 200, PEER_MAC, DEV_MAC))
-            (t_p, f_p), *_ = b.at_peer(1)
-            (t_d, f_d), *_ = b.at_device(1)
+            b.from_device(raw_frame(i))
+            b.from_peer(raw_frame(i, 200, PEER_MAC, DEV_MAC))
+            (_, f_p), *_ = b.at_peer(1)
+            (_, f_d), *_ = b.at_device(1)
             assert frame_number(f_p) == i and frame_number(f_d) == i
-            late["to_peer"].append(t_p - sent_d - 20 * MS)
-            late["to_device"].append(t_d - sent_p - 10 * MS)
         host = {name: b.late_ns(name) for name in late}
+        b.link.stop()
+    for (name, _), (into, out) in b.passages().items():  # the link's own stamps, not this process's clock
+        late[name].append(out - into - delay[name])
     for name, errors in late.items():
         errors.sort()
         assert errors[0] >= 0, f"{name}: a frame arrived {-errors[0] / 1e3:.0f} us early"
@@ -82,16 +84,15 @@ def test_jitter_keeps_order_unless_reorder(root):
         sub = root / f"r{int(reorder)}"
         sub.mkdir()
         spec = LinkSpec(to_peer=one_way(delay_s=0.010, jitter_s=0.004, reorder=reorder), seed=3)
-        with Bench(spec, sub) as b:
-            sent = {}
+        with Bench(spec, sub, capture_at="both") as b:
             for i in range(40):
-                sent[i] = b.from_device(raw_frame(i, 100))
+                b.from_device(raw_frame(i, 100))
                 time.sleep(0.0003)
             got = b.at_peer(40)
         order = [frame_number(f) for _, f in got]
         assert sorted(order) == list(range(40))
-        delays = [t - sent[frame_number(f)] for t, f in got]
-        assert min(delays) >= 6 * MS
+        delays = [out - into for into, out in b.passages().values()]  # the link's own stamps
+        assert len(delays) == 40 and min(delays) >= 6 * MS
         results[reorder] = order
     assert results[False] == list(range(40))
     assert results[True] != list(range(40))
