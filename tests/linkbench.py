@@ -14,6 +14,7 @@ import signal
 import socket
 import struct
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.link import Direction, Link, LinkCounters, LinkSpec, read_pcap_ns
@@ -22,6 +23,7 @@ from harness.link.stamps import recv_stamped, stamp_arrivals
 DEV_MAC = bytes.fromhex("020000000002")
 PEER_MAC = bytes.fromhex("020000000001")
 MS = 1_000_000  # ns
+ANSWER = 100  # the peer answers the device's frame n with frame ANSWER + n
 
 
 # ------------------------------------------------------------------ frames
@@ -163,6 +165,31 @@ class Bench:
             out.setdefault((direction, frame_number(frame)), []).append(stamp)
         return out
 
+    def ping_pong(self, count: int, size: int = 200) -> list[tuple[int, int]]:
+        """count frames from the device, each answered by the peer as soon as it arrived: for each, the kernel's
+        receive stamps (wall ns) of the frame at the peer and of its answer at the device; exchanges() reads them
+        against the link's capture once the link has stopped."""
+        stamps = []
+        for i in range(count):
+            self.from_device(raw_frame(i, size))
+            (at_peer, _), *_ = self.at_peer(1)
+            self.from_peer(raw_frame(ANSWER + i, size, PEER_MAC, DEV_MAC))
+            (at_device, _), *_ = self.at_device(1)
+            stamps.append((at_peer, at_device))
+        return stamps
+
+    def exchanges(self, stamps: list[tuple[int, int]]) -> list[Exchange]:
+        """ping_pong's exchanges timed by the link's capture at both sides (a Bench made with capture_at="both")
+        and the kernel's receive stamps, never this process's clock."""
+        passages = self.passages()
+        out = []
+        for i, (at_peer, at_device) in enumerate(stamps):
+            into_peer, out_peer = passages["to_peer", i]
+            into_device, out_device = passages["to_device", ANSWER + i]
+            out.append(Exchange(board_rtt_ns=(out_peer - into_peer) + (out_device - into_device),
+                                stretch=(at_device - at_peer) / (out_device - out_peer)))
+        return out
+
     def wait_arrivals(self, direction: str, frames_in: int, timeout: float = 5.0) -> LinkCounters:
         """Wait until the link has taken in frames_in frames in a direction."""
         deadline = time.monotonic() + timeout
@@ -172,6 +199,22 @@ class Bench:
                 return counters
             time.sleep(0.01)
 
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A frame from the device answered by the peer. board_rtt_ns: the link's delay both ways, each from the frame's
+    arrival to its handover in the link's own capture (board ns), the peer's time to answer left out. stretch: the
+    wall ns per board ns over the span from the frame's handover to the peer to the answer's to the device, the
+    kernel's receive stamps at both sockets over the link's stamps of the same two handovers."""
+
+    board_rtt_ns: int
+    stretch: float
+
+    @property
+    def wall_rtt_ns(self) -> float:
+        """The round trip as the wall clock took it: the board's, stretched as the link stretched that span."""
+        return self.board_rtt_ns * self.stretch
 
 
 @contextlib.contextmanager

@@ -16,13 +16,13 @@ from harness.core.ethernet import wire_bytes
 from harness.link import LinkSpec, read_drops, read_pcap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from linkbench import DEV_MAC, MS, PEER_MAC, Bench, frame_number, one_way, raw_frame
+from linkbench import DEV_MAC, MS, PEER_MAC, Bench, one_way, raw_frame
 
 D = 4.0
 
 
-def _bench(spec: LinkSpec, root: Path, dilation: float) -> Bench:
-    bench = Bench(spec, root)
+def _bench(spec: LinkSpec, root: Path, dilation: float, capture_at: str = "device") -> Bench:
+    bench = Bench(spec, root, capture_at=capture_at)
     bench.link.dilation = dilation
     return bench
 
@@ -33,25 +33,17 @@ def root(tmp_path_factory):
 
 
 def _round_trips(root: Path, dilation: float, rtt_s: float = 0.0055,
-                 count: int = 8) -> tuple[list[float], list[int], float]:
-    """(RTT of each exchange as the capture shows it, as the wall clock did, the most the link measured itself late
-    in both directions together, board ms), device frame answered by the peer.
-    The time this test took to answer (from the kernel's receive stamp to its send) is the peer's, not the link's:
-    it is taken out of both, in the board's time for the capture."""
+                 count: int = 8) -> tuple[list[float], list[float], float]:
+    """(the RTT of each exchange in the link's capture, s; as the wall clock took it, ns; the most the link measured
+    itself late in both directions together, board ms): a device frame answered by the peer, timed by the link's
+    capture at both sides and the kernel's receive stamps (Bench.exchanges), never by this test's clock."""
     spec = LinkSpec.from_preset({"rtt": f"{rtt_s * 1e3:g}ms"})
-    wall, answer = [], []
-    with _bench(spec, root, dilation) as b:
-        for i in range(count):
-            sent = b.from_device(raw_frame(i, 200))
-            (received, _), *_ = b.at_peer(1)
-            answer.append(b.from_peer(raw_frame(100 + i, 200, PEER_MAC, DEV_MAC)) - received)
-            (arrived, _), *_ = b.at_device(1)
-            wall.append(arrived - sent - answer[-1])
+    with _bench(spec, root, dilation, capture_at="both") as b:
+        stamps = b.ping_pong(count)
         counters = b.link.stop()
-    records = read_pcap(b.link.pcap_path)
-    out = {frame_number(f): t for t, f in records}
+    exchanges = b.exchanges(stamps)
     late_ms = (counters.to_peer.late_us_max + counters.to_device.late_us_max) / 1000
-    return [out[100 + i] - out[i] - answer[i] / 1e9 / dilation for i in range(count)], wall, late_ms
+    return [x.board_rtt_ns / 1e9 for x in exchanges], [x.wall_rtt_ns for x in exchanges], late_ms
 
 
 def test_a_round_trip_reads_in_the_boards_time(root):
