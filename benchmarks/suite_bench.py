@@ -5,21 +5,26 @@ busy loops beside it (the issue's "a busy machine": each loop keeps one core's w
 
 Writes benchmarks/results/test-suite-<label>.md: the commit, the busy loops, the wall time, pytest's summary line
 and its slowest 25, the firmware builds the run made (folders new in the build cache: a fresh clone reuses the
-machine's builds of the same sources) and the load average before and after. The clone, its virtualenv and the
-busy loops are removed at the end, whatever happened.
+machine's builds of the same sources), the load average before and after, and where the time went: every board run
+the suite left a result.json for (its basetemp is kept until the end), with its wall time and the D its board kept,
+so the floor that the boards' own time puts under the suite is read from the runs, not assumed. The clone, its
+virtualenv and the busy loops are removed at the end, whatever happened.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +53,48 @@ def slowest(output: str) -> str:
     return "\n".join(line for line in block.splitlines() if re.match(r"\s*\d+\.\d+s ", line))
 
 
+def _run_wall_s(result: Path, data: dict) -> float | None:
+    """From the run's start (result.json's `started`, to the second) to its result's last write."""
+    try:
+        return result.stat().st_mtime - datetime.strptime(data["started"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def run_account(basetemp: Path, workers: int = 2) -> str:
+    """The board runs under `basetemp`: how many, their wall time together, the board seconds they measured and the
+    D each platform's boards kept (median), and the floor that puts under the suite on `workers` workers."""
+    walls: dict[str, list[float]] = {}
+    board_s: dict[str, float] = {}
+    kept_d: dict[str, list[float]] = {}
+    for result in basetemp.rglob("result.json"):
+        try:
+            data = json.loads(result.read_text())
+        except (OSError, ValueError):
+            continue
+        platform, wall = data.get("platform"), _run_wall_s(result, data)
+        console = data.get("console_log")
+        if not isinstance(platform, str) or not (isinstance(console, str) and Path(console).is_file()) \
+                or wall is None or not 0 <= wall < LIMIT_S:
+            continue  # a test's hand-made result, not a board's run (a board's leaves its console log)
+        walls.setdefault(platform, []).append(wall)
+        board_s[platform] = board_s.get(platform, 0.0) + float(data.get("seconds") or 0.0)
+        effective = (data.get("time") or {}).get("effective_dilation")
+        if effective:
+            kept_d.setdefault(platform, []).append(effective)
+    if not walls:
+        return "- board runs: none found under the basetemp\n"
+    total = sum(sum(w) for w in walls.values())
+    lines = [f"- board runs: {sum(len(w) for w in walls.values())}, {total / 60:.1f} min of wall time together: "
+             f"on {workers} workers, the board runs alone (boot to result) take "
+             f"{total / workers / 60:.1f} min of the suite"]
+    for platform, wall in sorted(walls.items(), key=lambda kv: -sum(kv[1])):
+        d = f", D kept (median) {statistics.median(kept_d[platform]):.2f}" if kept_d.get(platform) else ""
+        lines.append(f"  - {platform}: {len(wall)} runs, {sum(wall) / 60:.1f} min, {board_s[platform]:.0f} board s "
+                     f"measured{d}")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=0, help="busy loops beside the suite")
@@ -59,18 +106,22 @@ def main() -> int:
     clone = Path(tempfile.mkdtemp(prefix="netrepro-suite-")) / "netrepro"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     before, load_before = builds(), os.getloadavg()
+    basetemp = Path(tempfile.mkdtemp(prefix="nr-bt-"))  # no longer than pytest's own: unix sockets live below it
     loops = busy_loops(args.busy)
     start = time.monotonic()
+    account = ""
     try:
         done = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True, timeout=LIMIT_S,
-                              env={**os.environ, "CI": "true"})
+                              env={**os.environ, "CI": "true", "PYTEST_ADDOPTS": f"--basetemp={basetemp}"})
         output, code = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:
         output, code = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {LIMIT_S} s)", -1
     finally:
         wall = time.monotonic() - start
         stop(loops)
+        account = run_account(basetemp) if basetemp.is_dir() else ""
         shutil.rmtree(clone.parent, ignore_errors=True)
+        shutil.rmtree(basetemp, ignore_errors=True)
     made = len(builds() - before)
     summary = next((line for line in reversed(output.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "?")
     text = (f"# The test suite, {label}\n\n`python benchmarks/suite_bench.py --busy {args.busy}` at {commit} "
@@ -79,7 +130,7 @@ def main() -> int:
             f"- exit code {code}, wall {wall / 60:.1f} min ({wall:.0f} s)\n- pytest: `{summary.strip('= ')}`\n"
             f"- firmware builds made: {made} (the rest were in the machine's build cache)\n"
             f"- load average before {[round(x, 2) for x in load_before]}, after "
-            f"{[round(x, 2) for x in os.getloadavg()]}\n\n```\n{slowest(output)}\n```\n")
+            f"{[round(x, 2) for x in os.getloadavg()]}\n{account}\n```\n{slowest(output)}\n```\n")
     failures = [line for line in output.splitlines() if line.startswith("FAILED")]
     if failures:
         text += "\nFailures:\n\n```\n" + "\n".join(failures) + "\n```\n"
