@@ -107,12 +107,13 @@ def main() -> int:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     before, load_before = builds(), os.getloadavg()
     basetemp = Path(tempfile.mkdtemp(prefix="nr-bt-"))  # no longer than pytest's own: unix sockets live below it
+    options = f"--basetemp={basetemp} --netrepro-keep"  # every run folder kept, the passing tests' too: the account
     loops = busy_loops(args.busy)
     start = time.monotonic()
     account = ""
     try:
         done = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True, timeout=LIMIT_S,
-                              env={**os.environ, "CI": "true", "PYTEST_ADDOPTS": f"--basetemp={basetemp}"})
+                              env={**os.environ, "CI": "true", "PYTEST_ADDOPTS": options})
         output, code = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:
         output, code = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {LIMIT_S} s)", -1

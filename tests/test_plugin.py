@@ -105,7 +105,8 @@ def test_a_failing_claim_keeps_its_run_folder_and_names_it_once(user_python, tmp
 
 
 def test_parallel_workers_never_share_a_namespace_socket_or_build(tmp_path):
-    env = {**os.environ, "CI": "true"}
+    # not this session's own options (PYTEST_ADDOPTS): its --basetemp would be the inner run's, and emptied by it
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, "CI": "true"}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
                            "tests/test_peer.py::test_the_peer_pings_the_board_and_learns_its_mac",
                            "tests/test_workloads.py::test_iperf_over_the_link",
