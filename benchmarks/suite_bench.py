@@ -26,6 +26,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -61,6 +62,13 @@ def _run_wall_s(result: Path, data: dict) -> float | None:
         return None
 
 
+def _board_seconds(seconds: object) -> float:
+    """A run's measured seconds: a number, or per direction of a two-way run ({"rx": s, "tx": s}: the longer)."""
+    if isinstance(seconds, dict):
+        return max((_board_seconds(s) for s in seconds.values()), default=0.0)
+    return float(seconds) if isinstance(seconds, int | float) else 0.0
+
+
 def run_account(basetemp: Path, workers: int = 2) -> str:
     """The board runs under `basetemp`: how many, their wall time together, the board seconds they measured and the
     D each platform's boards kept (median), and the floor that puts under the suite on `workers` workers."""
@@ -74,11 +82,11 @@ def run_account(basetemp: Path, workers: int = 2) -> str:
             continue
         platform, wall = data.get("platform"), _run_wall_s(result, data)
         console = data.get("console_log")
-        if not isinstance(platform, str) or not (isinstance(console, str) and Path(console).is_file()) \
-                or wall is None or not 0 <= wall < LIMIT_S:
-            continue  # a test's hand-made result, not a board's run (a board's leaves its console log)
+        if not isinstance(platform, str) or not data.get("lwip_version") or wall is None or not 0 <= wall < LIMIT_S \
+                or not (isinstance(console, str) and Path(console).is_file()):
+            continue  # a test's hand-made result, not a board's run (a board's names its lwIP and leaves its log)
         walls.setdefault(platform, []).append(wall)
-        board_s[platform] = board_s.get(platform, 0.0) + float(data.get("seconds") or 0.0)
+        board_s[platform] = board_s.get(platform, 0.0) + _board_seconds(data.get("seconds"))
         effective = (data.get("time") or {}).get("effective_dilation")
         if effective:
             kept_d.setdefault(platform, []).append(effective)
@@ -95,6 +103,22 @@ def run_account(basetemp: Path, workers: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
+def file_account(junit: Path, shown: int = 12) -> str:
+    """pytest's time per test file (its JUnit XML), the costliest first: where the rest of the suite's time went."""
+    if not junit.is_file():
+        return "- time per test file: no JUnit XML\n"
+    per_file: dict[str, float] = {}
+    for case in ElementTree.parse(junit).iter("testcase"):
+        parts = case.get("classname", "?").split(".")  # tests.test_x or tests.test_x.TestClass
+        name = next((part for part in parts if part.startswith("test_")), parts[-1])
+        per_file[name] = per_file.get(name, 0.0) + float(case.get("time") or 0.0)
+    total = sum(per_file.values())
+    costliest = sorted(per_file.items(), key=lambda kv: -kv[1])[:shown]
+    listed = ", ".join(f"{name} {seconds:.0f}" for name, seconds in costliest)
+    return (f"- time per test file: {total / 60:.1f} min of tests together in {len(per_file)} files; the "
+            f"{len(costliest)} costliest (s): {listed}\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=0, help="busy loops beside the suite")
@@ -107,10 +131,11 @@ def main() -> int:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     before, load_before = builds(), os.getloadavg()
     basetemp = Path(tempfile.mkdtemp(prefix="nr-bt-"))  # no longer than pytest's own: unix sockets live below it
-    options = f"--basetemp={basetemp} --netrepro-keep"  # every run folder kept, the passing tests' too: the account
+    junit = basetemp.parent / f"{basetemp.name}.xml"
+    # every run folder kept, the passing tests' too, and every test's time: the accounts
+    options = f"--basetemp={basetemp} --netrepro-keep --junitxml={junit}"
     loops = busy_loops(args.busy)
     start = time.monotonic()
-    account = ""
     try:
         done = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True, timeout=LIMIT_S,
                               env={**os.environ, "CI": "true", "PYTEST_ADDOPTS": options})
@@ -120,9 +145,14 @@ def main() -> int:
     finally:
         wall = time.monotonic() - start
         stop(loops)
-        account = run_account(basetemp) if basetemp.is_dir() else ""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"test-suite-{label}.log").write_text(output[-200_000:])  # first: nothing below may lose it
+    try:
+        account = run_account(basetemp) + file_account(junit)
+    finally:
         shutil.rmtree(clone.parent, ignore_errors=True)
         shutil.rmtree(basetemp, ignore_errors=True)
+        junit.unlink(missing_ok=True)
     made = len(builds() - before)
     summary = next((line for line in reversed(output.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "?")
     text = (f"# The test suite, {label}\n\n`python benchmarks/suite_bench.py --busy {args.busy}` at {commit} "
@@ -135,9 +165,7 @@ def main() -> int:
     failures = [line for line in output.splitlines() if line.startswith("FAILED")]
     if failures:
         text += "\nFailures:\n\n```\n" + "\n".join(failures) + "\n```\n"
-    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"test-suite-{label}.md").write_text(text)
-    (RESULTS / f"test-suite-{label}.log").write_text(output[-200_000:])
     print(text)
     return 0 if code == 0 else 1
 

@@ -8,18 +8,19 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from suite_bench import run_account
+from suite_bench import file_account, run_account
 
 
-def _run(folder: Path, platform: str, wall_s: float, seconds: float, dilation: float | None,
+def _run(folder: Path, platform: str, wall_s: float, seconds: float | dict, dilation: float | None,
          console: bool = True) -> None:
     folder.mkdir(parents=True)
     log = folder / "console.log"
     if console:
         log.write_text("booted\n")
     result = folder / "result.json"
-    result.write_text(json.dumps({"platform": platform, "started": "2026-12-06T20:00:00+0000", "seconds": seconds,
-                                  "console_log": str(log), "time": {"effective_dilation": dilation}}))
+    result.write_text(json.dumps({"platform": platform, "lwip_version": "2.1.3", "started": "2026-12-06T20:00:00+0000",
+                                  "seconds": seconds, "console_log": str(log),
+                                  "time": {"effective_dilation": dilation}}))
     started = 1796587200.0  # 2026-12-06T20:00:00Z
     os.utime(result, (started + wall_s, started + wall_s))
 
@@ -28,15 +29,29 @@ def test_the_account_sums_the_board_runs_per_platform_and_leaves_out_hand_made_r
     _run(tmp_path / "gw0" / "a", "openmv-n6", 12.0, 2.0, 5.0)
     _run(tmp_path / "gw1" / "b", "openmv-n6", 18.0, 3.0, 6.0)
     _run(tmp_path / "gw1" / "c", "ethernut2", 60.0, 10.0, None)
+    _run(tmp_path / "gw1" / "d", "xbox", 30.0, {"rx": 4.0, "tx": 3.5}, 3.0)  # two-way: seconds per direction
     _run(tmp_path / "gw0" / "fake", "p", 500.0, 1.0, 2.0, console=False)  # a test's hand-made result
     account = run_account(tmp_path, workers=2)
     assert account.splitlines() == [
-        "- board runs: 3, 1.5 min of wall time together: on 2 workers, the board runs alone (boot to result) take "
-        "0.8 min of the suite",
+        "- board runs: 4, 2.0 min of wall time together: on 2 workers, the board runs alone (boot to result) take "
+        "1.0 min of the suite",
         "  - ethernut2: 1 runs, 1.0 min, 10 board s measured",
         "  - openmv-n6: 2 runs, 0.5 min, 5 board s measured, D kept (median) 5.50",
+        "  - xbox: 1 runs, 0.5 min, 4 board s measured, D kept (median) 3.00",
     ]
 
 
 def test_no_board_run_is_said_so(tmp_path):
     assert run_account(tmp_path) == "- board runs: none found under the basetemp\n"
+
+
+def test_the_file_account_sums_pytests_times_per_file_costliest_first(tmp_path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<testsuites><testsuite name="pytest">'
+                     '<testcase classname="tests.test_a" name="test_one" time="30.5"/>'
+                     '<testcase classname="tests.test_b" name="test_two" time="100"/>'
+                     '<testcase classname="tests.test_a.TestGroup" name="test_three" time="40"/>'
+                     '</testsuite></testsuites>')
+    assert file_account(junit) == ("- time per test file: 2.8 min of tests together in 2 files; the 2 costliest (s): "
+                                   "test_b 100, test_a 70\n")
+    assert file_account(tmp_path / "none.xml") == "- time per test file: no JUnit XML\n"
