@@ -72,19 +72,21 @@ def test_a_rate_reads_in_the_boards_time(root):
 
 
 def test_stats_and_drops_read_in_the_boards_time(root):
+    """The link's stats in the board's time: its lifetime over D. Bracketed, not timed: the link lived through this
+    test's 0.4 s sleep, and within the interval this test spent around its whole life, so a busy host that stretches
+    the link's life stretches the outer bound with it and can break neither."""
     spec = LinkSpec(to_peer=one_way(drop=("frame:2",)))
+    began = time.monotonic()
     with _bench(spec, root, D) as b:
-        start = time.time()
         for i in range(3):
             b.from_device(raw_frame(i, 200))
         b.at_peer(2)
         time.sleep(0.4)
         b.link.stop()
-        wall_s = time.time() - start
+    around_s = time.monotonic() - began
     stats = json.loads(b.link.stats_path.read_text())
     assert stats["dilation"] == D
-    assert stats["elapsed_s"] == pytest.approx(wall_s / D, rel=0.5)   # the link started a little earlier
-    assert stats["elapsed_s"] < wall_s / 2
+    assert 0.4 / D <= stats["elapsed_s"] <= around_s / D, (stats["elapsed_s"], around_s)
     (drop,) = read_drops(b.link.drops_path)
     first = read_pcap(b.link.pcap_path)[0][0]
     assert 0 <= drop["t"] - first < 5 * MS / 1e9   # stamped on the same (board) clock as the capture
