@@ -28,6 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from xml.etree import ElementTree
 
+from harness.runs.result import STARTED_FORMAT
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 LIMIT_S = 90 * 60  # CI's own limit
@@ -57,7 +59,7 @@ def slowest(output: str) -> str:
 def _run_wall_s(result: Path, data: dict) -> float | None:
     """From the run's start (result.json's `started`, to the second) to its result's last write."""
     try:
-        return result.stat().st_mtime - datetime.strptime(data["started"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+        return result.stat().st_mtime - datetime.strptime(data["started"], STARTED_FORMAT).timestamp()
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -48,7 +48,7 @@ def test_no_board_run_is_said_so(tmp_path):
 def test_the_file_account_sums_pytests_times_per_file_costliest_first(tmp_path):
     junit = tmp_path / "junit.xml"
     junit.write_text('<testsuites><testsuite name="pytest">'
-                     '<testcase classname="tests.test_a" name="test_one" time="30.5"/>'
+                     '<testcase classname="tests.test_a" name="test_one" time="30.25"/>'
                      '<testcase classname="tests.test_b" name="test_two" time="100"/>'
                      '<testcase classname="tests.test_a.TestGroup" name="test_three" time="40"/>'
                      '</testsuite></testsuites>')

@@ -13,6 +13,8 @@ from harness.link import LinkSpec
 from harness.rig.leaks import LeakReport
 from harness.rig.transfer import Transfer
 
+STARTED_FORMAT = "%Y-%m-%dT%H:%M:%S%z"  # a run's `started`: local time, to the second, with its UTC offset
+
 
 @dataclass
 class RunResult:
@@ -71,7 +73,7 @@ class RunResult:
     # the peer's TCP timers in the board's time: which were scaled by D, how, and what the board saw of the
     # others (harness.rig.peer_timers)
     peer_timers: dict[str, Any] | None = None
-    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    started: str = field(default_factory=lambda: time.strftime(STARTED_FORMAT))
 
     def record(self, transfers: list[Transfer], two_way: bool = False) -> None:
         """Throughput, bytes and seconds: plain numbers for one direction, {rx, tx} for a two-way
