@@ -125,6 +125,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=0, help="busy loops beside the suite")
     parser.add_argument("--label", default=None, help="the result file's name: test-suite-LABEL.md")
+    parser.add_argument("--keep-junit", type=Path, default=None, metavar="FILE",
+                        help="also keep pytest's JUnit XML (every test's time) as FILE")
     args = parser.parse_args()
     label = args.label or ("busy" if args.busy else "quiet")
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -151,6 +153,8 @@ def main() -> int:
     (RESULTS / f"test-suite-{label}.log").write_text(output[-200_000:])  # first: nothing below may lose it
     try:
         account = run_account(basetemp) + file_account(junit)
+        if args.keep_junit and junit.exists():
+            shutil.copyfile(junit, args.keep_junit)
     finally:
         shutil.rmtree(clone.parent, ignore_errors=True)
         shutil.rmtree(basetemp, ignore_errors=True)

@@ -189,3 +189,25 @@ def test_a_namespace_is_entered_only_once_its_holder_runs(tmp_path):
             assert os.readlink(f"/proc/{holder}/ns/net") != os.readlink("/proc/self/ns/net")
             assert namespace.run(["ip", "-o", "link", "show", "lo"]).stdout.count("UP") >= 1
 
+
+
+def test_the_peers_programs_run_at_a_raised_priority_where_permitted(tmp_path):
+    """The peer stands for a PC with its own CPU; here it shares two cores with the boards' emulators (nice -10)
+    and links (real-time), and at normal priority its sender starved in wall time where a PC's would not."""
+    from harness.rig.peer import Namespace
+
+    namespace = Namespace(tmp_path).start()
+    try:
+        program = namespace.popen(["sleep", "30"], stdin=subprocess.DEVNULL)
+        try:
+            ours = os.getpriority(os.PRIO_PROCESS, 0)
+            permitted = os.geteuid() == 0
+            assert os.getpriority(os.PRIO_PROCESS, program.pid) == (max(-20, ours - 10) if permitted else ours)
+            # a caller may still ask for another priority
+            plain = namespace.popen(["sleep", "30"], stdin=subprocess.DEVNULL, priority="normal")
+            assert os.getpriority(os.PRIO_PROCESS, plain.pid) == ours
+            stop(plain)
+        finally:
+            stop(program)
+    finally:
+        namespace.stop()

@@ -102,8 +102,13 @@ class Namespace:
         return proc
 
     def popen(self, argv: list[str], **kwargs: object) -> subprocess.Popen:
-        """Start a long-running program inside the namespace; it dies if netrepro dies."""
-        return spawn([*self.prefix(), *argv], **kwargs)
+        """Start a long-running program inside the namespace; it dies if netrepro dies.
+
+        It runs at a raised priority where permitted (harness.core.process.PRIORITIES): the peer stands for a PC
+        that has its own CPU, but here it shares the host with the boards' emulators (raised) and links
+        (real-time); at normal priority, boards beside it on two cores starved the peer's application in wall
+        time and its sender paused where the PC's would not (docs/device-time.md)."""
+        return spawn([*self.prefix(), *argv], **{"priority": "raised", **kwargs})
 
     def configure_tap(self, name: str, addresses: Addresses) -> None:
         """Address the tap the link created and bring it up."""
