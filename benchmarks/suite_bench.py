@@ -71,9 +71,11 @@ def _board_seconds(seconds: object) -> float:
     return float(seconds) if isinstance(seconds, int | float) else 0.0
 
 
-def run_account(basetemp: Path, workers: int = 2) -> str:
+def run_account(basetemp: Path, workers: int | None = None) -> str:
     """The board runs under `basetemp`: how many, their wall time together, the board seconds they measured and the
-    D each platform's boards kept (median), and the floor that puts under the suite on `workers` workers."""
+    D each platform's boards kept (median), and the floor that puts under the suite on `workers` workers (default:
+    as many as pytest-xdist made folders for under `basetemp`, popen-gw0, popen-gw1, ...)."""
+    workers = workers or len(list(basetemp.glob("popen-gw*"))) or 1
     walls: dict[str, list[float]] = {}
     board_s: dict[str, float] = {}
     kept_d: dict[str, list[float]] = {}

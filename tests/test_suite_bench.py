@@ -26,12 +26,12 @@ def _run(folder: Path, platform: str, wall_s: float, seconds: float | dict, dila
 
 
 def test_the_account_sums_the_board_runs_per_platform_and_leaves_out_hand_made_results(tmp_path):
-    _run(tmp_path / "gw0" / "a", "openmv-n6", 12.0, 2.0, 5.0)
-    _run(tmp_path / "gw1" / "b", "openmv-n6", 18.0, 3.0, 6.0)
-    _run(tmp_path / "gw1" / "c", "ethernut2", 60.0, 10.0, None)
-    _run(tmp_path / "gw1" / "d", "xbox", 30.0, {"rx": 4.0, "tx": 3.5}, 3.0)  # two-way: seconds per direction
-    _run(tmp_path / "gw0" / "fake", "p", 500.0, 1.0, 2.0, console=False)  # a test's hand-made result
-    account = run_account(tmp_path, workers=2)
+    _run(tmp_path / "popen-gw0" / "a", "openmv-n6", 12.0, 2.0, 5.0)
+    _run(tmp_path / "popen-gw1" / "b", "openmv-n6", 18.0, 3.0, 6.0)
+    _run(tmp_path / "popen-gw1" / "c", "ethernut2", 60.0, 10.0, None)
+    _run(tmp_path / "popen-gw1" / "d", "xbox", 30.0, {"rx": 4.0, "tx": 3.5}, 3.0)  # two-way: seconds per direction
+    _run(tmp_path / "popen-gw0" / "fake", "p", 500.0, 1.0, 2.0, console=False)  # a test's hand-made result
+    account = run_account(tmp_path)  # two workers' folders
     assert account.splitlines() == [
         "- board runs: 4, 2.0 min of wall time together: on 2 workers, the board runs alone (boot to result) take "
         "1.0 min of the suite",
@@ -39,6 +39,10 @@ def test_the_account_sums_the_board_runs_per_platform_and_leaves_out_hand_made_r
         "  - openmv-n6: 2 runs, 0.5 min, 5 board s measured, D kept (median) 5.50",
         "  - xbox: 1 runs, 0.5 min, 4 board s measured, D kept (median) 3.00",
     ]
+    (tmp_path / "popen-gw2").mkdir()  # a third worker that left no run
+    assert run_account(tmp_path).splitlines()[0].endswith("on 3 workers, the board runs alone (boot to result) take "
+                                                         "0.7 min of the suite")
+    assert "on 1 workers" in run_account(tmp_path, workers=1)
 
 
 def test_no_board_run_is_said_so(tmp_path):
