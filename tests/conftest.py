@@ -110,7 +110,9 @@ def children_named(name: str) -> set[int]:
     """This process's children (every thread's; zombies included) whose command name is `name`."""
     pids = []
     for children in Path("/proc/self/task").glob("*/children"):
-        pids += [int(pid) for pid in children.read_text().split()]
+        # a thread that ended since the listing has no file to read, and no children left to count
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            pids += [int(pid) for pid in children.read_text().split()]
     found = set()
     for pid in pids:
         with contextlib.suppress(OSError):
