@@ -154,9 +154,9 @@ def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"test-suite-{label}.log").write_text(output[-200_000:])  # first: nothing below may lose it
     try:
-        account = run_account(basetemp) + file_account(junit)
         if args.keep_junit and junit.exists():
-            shutil.copyfile(junit, args.keep_junit)
+            shutil.copyfile(junit, args.keep_junit)  # before the accounts, like the log
+        account = run_account(basetemp) + file_account(junit)
     finally:
         shutil.rmtree(clone.parent, ignore_errors=True)
         shutil.rmtree(basetemp, ignore_errors=True)

@@ -190,24 +190,19 @@ def test_a_namespace_is_entered_only_once_its_holder_runs(tmp_path):
             assert namespace.run(["ip", "-o", "link", "show", "lo"]).stdout.count("UP") >= 1
 
 
-
 def test_the_peers_programs_run_at_a_raised_priority_where_permitted(tmp_path):
     """The peer stands for a PC with its own CPU; here it shares two cores with the boards' emulators (nice -10)
     and links (real-time), and at normal priority its sender starved in wall time where a PC's would not."""
     from harness.rig.peer import Namespace
 
-    namespace = Namespace(tmp_path).start()
-    try:
-        program = namespace.popen(["sleep", "30"], stdin=subprocess.DEVNULL)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    with Namespace(tmp_path) as namespace:
+        raised = namespace.popen(["sleep", "30"], stdin=subprocess.DEVNULL)
+        plain = namespace.popen(["sleep", "30"], stdin=subprocess.DEVNULL, priority="normal")  # a caller's choice
         try:
-            ours = os.getpriority(os.PRIO_PROCESS, 0)
             permitted = os.geteuid() == 0
-            assert os.getpriority(os.PRIO_PROCESS, program.pid) == (max(-20, ours - 10) if permitted else ours)
-            # a caller may still ask for another priority
-            plain = namespace.popen(["sleep", "30"], stdin=subprocess.DEVNULL, priority="normal")
+            assert os.getpriority(os.PRIO_PROCESS, raised.pid) == (max(-20, ours - 10) if permitted else ours)
             assert os.getpriority(os.PRIO_PROCESS, plain.pid) == ours
-            stop(plain)
         finally:
-            stop(program)
-    finally:
-        namespace.stop()
+            stop(raised)
+            stop(plain)
