@@ -22,8 +22,8 @@ from harness.core.ethernet import wire_bytes
 pytestmark = pytest.mark.real
 
 
-def cases(netrepro, report, names, repeats=1, seconds=3.0):
-    found = netrepro.reproduce(report, names, repeats=repeats, seconds=seconds)
+def cases(netrepro, report, names, repeats=1, seconds=3.0, d_check=False):
+    found = netrepro.reproduce(report, names, repeats=repeats, seconds=seconds, d_check=d_check)
     assert set(found) == set(names), f"cases run: {sorted(found)}"
     for case in found.values():
         assert case["median_mbps"] is not None, f"{case['case']} failed: {case['error']}"
@@ -176,8 +176,10 @@ def test_rt1060_ethernet_at_line_rate_with_either_mss(netrepro):
     emulated core's speed was the host's); in device time the modelled 600 MHz core is ~12 % busy."""
     names = ["ethernet tx before", "ethernet rx before", "ethernet tx after", "ethernet rx after"]
     seconds = 3.0
-    # RX is judged on the median of three runs; TX on one, its heap state read off the board's console
-    found = cases(netrepro, "openmv-rt1060", [n for n in names if " tx " in n], seconds=seconds)
+    # RX is judged on the median of three runs; TX on one, its heap state read off the board's console. TX before
+    # also runs once more at twice D (reproduce --d-check): out of heap, its figure can follow the host's D.
+    found = cases(netrepro, "openmv-rt1060", ["ethernet tx before"], seconds=seconds, d_check=True)
+    found |= cases(netrepro, "openmv-rt1060", ["ethernet tx after"], seconds=seconds)
     found |= cases(netrepro, "openmv-rt1060", [n for n in names if " rx " in n], repeats=3, seconds=seconds)
     for name in names:
         case = found[name]
@@ -199,10 +201,15 @@ def test_rt1060_ethernet_at_line_rate_with_either_mss(netrepro):
             # The 8000 B heap ran out in holes (lwIP's ERR_MEM, MicroPython's 50 ms sleeps), the bistable state
             # of TX before (docs/reports/openmv-rt1060.md): the board sent nothing for waits x 50 ms of its time
             # and ran at the claim's rate for the rest. Runs held, slept a few times, or stayed out of heap (30 waits
-            # in 3 s).
+            # in 3 s). Deeper in that state the heap stays cut between sleeps, the peer's ACKs (its delayed ACK is on
+            # the wall clock) pace what the board sends while awake, and the figure follows the D the host let the
+            # board keep (2.98 Mbit/s with 41 waits beside two busy loops, docs/device-time.md): the D check must
+            # then find it host-dependent, so the table shows it and does not count it.
             assert "before" in name, claim(case)
             idle_share = err_mem_sleep_share(waits, seconds)
-            assert case["median_mbps"] >= 85 * (1 - idle_share), f"{claim(case)}; err_mem_waits={waits}"
+            awake_at_claim = case["median_mbps"] >= 85 * (1 - idle_share)
+            assert awake_at_claim or case["host_dependent"], \
+                f"{claim(case)}; err_mem_waits={waits}; D check {case['d_check']} ({case['d_check_dilation']})"
     assert found["ethernet rx after"]["device_window_max"] == 10220, claim(found["ethernet rx after"])
 
 
