@@ -22,7 +22,7 @@ from harness.link.units import parse_time
 from harness.rig.workload import Workload
 from harness.runs.plan import Configuration
 from harness.studies.parallel import ATTEMPTS, WORKER_PID_FILE, RayRunner, RunTask, TaskOutcome
-from harness.studies.sweep import Axis, LinkPoint, SweepSpec, format_sweep, points_csv, run_sweep
+from harness.studies.sweep import Axis, LinkPoint, SweepSpec, format_sweep, point_figures, points_csv, run_sweep
 from harness.studies.sweep_plots import plot_sweep
 from tests.conftest import (
     assert_one_line_error,
@@ -403,3 +403,15 @@ def test_a_local_ray_never_joins_a_cluster_started_on_this_machine(ray_cluster):
     assert proc.returncode == 0, proc.stderr[-2000:]
     local = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(local) == 1 and not set(local) & set(cluster), (local, cluster)
+
+
+def test_a_point_names_the_folder_of_the_run_that_stands():
+    """A run the host disturbed stands repeated at twice D in a folder beside the planned one: the point's figure
+    and its folder are that run's (the 2026-12-07 CI rehearsal read a first try's result.json beside the repeat's
+    figure); a task that left no result keeps the planned folder."""
+    task = RunTask("p0", "openmv-n6", Configuration("mp-n6-after"), None, Workload("sock-rx", 2.0), None, "/runs/p0")
+    repeated = point_figures(TaskOutcome(task, {"status": "passed", "throughput_mbps": 13.593,
+                                                "run_dir": "/runs/p0-slower", "time": {"dilation": 6.4}}))
+    assert (repeated["run_dir"], repeated["throughput_mbps"], repeated["time"]["dilation"]) == \
+        ("/runs/p0-slower", 13.593, 6.4)
+    assert "run_dir" not in point_figures(TaskOutcome(task, None, error="lost"))

@@ -259,11 +259,13 @@ def _pending(key: str, options: dict[str, str], link: LinkPoint, ram: dict[str, 
 
 
 def point_figures(outcome: TaskOutcome) -> dict[str, Any]:
-    """What a finished task adds to its point."""
+    """What a finished task adds to its point; its folder is that of the run that stands (a run the host
+    disturbed stands repeated at twice D, in a folder beside the planned one: harness.runs.disturbed)."""
     result = outcome.result or {}
     analysis = result.get("analysis") or {}
     status = "passed" if outcome.passed else ("failed" if outcome.error or result else "lost")
-    return {"status": status, "throughput_mbps": result.get("throughput_mbps") if outcome.passed else None,
+    standing = {"run_dir": result["run_dir"]} if result.get("run_dir") else {}
+    return {**standing, "status": status, "throughput_mbps": result.get("throughput_mbps") if outcome.passed else None,
             "effective_options": result.get("options", {}),
             "analysis": {k: analysis[k] for k in ANALYSIS_FIELDS if k in analysis},
             "error": outcome.error, "attempts": list(outcome.attempts), "host": outcome.host,
