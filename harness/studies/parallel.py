@@ -107,6 +107,12 @@ class TaskOutcome:
     def passed(self) -> bool:
         return self.error is None and self.result is not None and self.result.get("status") == "passed"
 
+    @property
+    def standing_run_dir(self) -> str:
+        """The folder of the run that stands: the planned one, or beside it the repeat of a run the host disturbed
+        (harness.runs.disturbed), as its result.json says."""
+        return (self.result or {}).get("run_dir") or self.task.run_dir
+
 
 def execute_task(task: RunTask) -> dict[str, Any]:
     """Run one task here (what a Ray worker executes): {"result", "error", "host", "node", "tarball", "run",

@@ -264,8 +264,8 @@ def point_figures(outcome: TaskOutcome) -> dict[str, Any]:
     result = outcome.result or {}
     analysis = result.get("analysis") or {}
     status = "passed" if outcome.passed else ("failed" if outcome.error or result else "lost")
-    standing = {"run_dir": result["run_dir"]} if result.get("run_dir") else {}
-    return {**standing, "status": status, "throughput_mbps": result.get("throughput_mbps") if outcome.passed else None,
+    return {"run_dir": outcome.standing_run_dir, "status": status,
+            "throughput_mbps": result.get("throughput_mbps") if outcome.passed else None,
             "effective_options": result.get("options", {}),
             "analysis": {k: analysis[k] for k in ANALYSIS_FIELDS if k in analysis},
             "error": outcome.error, "attempts": list(outcome.attempts), "host": outcome.host,

@@ -247,7 +247,8 @@ def _figures(outcome: TaskOutcome) -> dict[str, Any]:
     return {"state": "complete" if outcome.passed else "failed",
             "throughput_mbps": result.get("throughput_mbps") if outcome.passed else None,
             "verdict": analysis.get("verdict"), "reason": outcome.error,
-            "effective_options": result.get("options", {}), "attempts": list(outcome.attempts)}
+            "effective_options": result.get("options", {}), "attempts": list(outcome.attempts),
+            "run_dir": outcome.standing_run_dir}
 
 
 def _compared(tuning: Tuning, platform: Platform, tree: Path, link: LinkSpec, folder: Path, runner: Runner,
@@ -268,7 +269,7 @@ def _compared(tuning: Tuning, platform: Platform, tree: Path, link: LinkSpec, fo
         mark = next(m for m in marks if m["run_dir"] == outcome.task.run_dir)
         figures = _figures(outcome)
         mark.update(throughput_mbps=figures["throughput_mbps"], verdict=figures["verdict"],
-                    error=None if outcome.passed else figures["reason"])
+                    error=None if outcome.passed else figures["reason"], run_dir=figures["run_dir"])
         progress.step(f"profile {mark['label']}: {mark['throughput_mbps']} Mbit/s, lwIP RAM {mark['ram']} B")
 
     if tasks:
