@@ -128,6 +128,7 @@ def main() -> int:
                         help="also time tshark alone with -M N on captures longer than N frames (0: not)")
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="nr-stream-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
     runs = []
     for frames in args.frames:
         runs.append(bench(frames, folder, args.old, args.session_reset, keep=args.folder is not None))
