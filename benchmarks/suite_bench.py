@@ -79,6 +79,7 @@ def run_account(basetemp: Path, workers: int | None = None) -> str:
     walls: dict[str, list[float]] = {}
     board_s: dict[str, float] = {}
     kept_d: dict[str, list[float]] = {}
+    inputs: dict[str, list[tuple[float, str]]] = {}  # runs of the same inputs: what sharing a run would save
     for result in basetemp.rglob("result.json"):
         try:
             data = json.loads(result.read_text())
@@ -90,12 +91,21 @@ def run_account(basetemp: Path, workers: int | None = None) -> str:
                 or not (isinstance(console, str) and Path(console).is_file()):
             continue  # a test's hand-made result, not a board's run (a board's names its lwIP and leaves its log)
         walls.setdefault(platform, []).append(wall)
+        parts = result.relative_to(basetemp).parts  # popen-gwN/<test's folder>/...
+        test = parts[1] if len(parts) > 2 else "?"
+        inputs.setdefault(_inputs(data), []).append((wall, test))
         board_s[platform] = board_s.get(platform, 0.0) + _board_seconds(data.get("seconds"))
         effective = (data.get("time") or {}).get("effective_dilation")
         if effective:
             kept_d.setdefault(platform, []).append(effective)
     if not walls:
         return "- board runs: none found under the basetemp\n"
+    sets = sorted((runs for runs in inputs.values() if len(runs) > 1), key=lambda runs: -sum(w for w, _ in runs))
+    beyond = [sorted((w for w, _ in runs), reverse=True)[1:] for runs in sets]  # the longest kept: no more claimed
+    same = (f"- runs with the inputs of another run (platform, profile, options, apps, link, workload): "
+            f"{sum(map(len, beyond))} in {len(sets)} sets, {sum(map(sum, beyond)) / 60:.1f} min of wall time beyond "
+            f"one run a set; the largest sets' tests:\n")
+    same += "".join(f"  - {len(runs)} runs: {', '.join(sorted({t for _, t in runs}))}\n" for runs in sets[:10])
     total = sum(sum(w) for w in walls.values())
     lines = [f"- board runs: {sum(len(w) for w in walls.values())}, {total / 60:.1f} min of wall time together: "
              f"on {workers} workers, the board runs alone (boot to result) take "
@@ -104,7 +114,13 @@ def run_account(basetemp: Path, workers: int | None = None) -> str:
         d = f", D kept (median) {statistics.median(kept_d[platform]):.2f}" if kept_d.get(platform) else ""
         lines.append(f"  - {platform}: {len(wall)} runs, {sum(wall) / 60:.1f} min, {board_s[platform]:.0f} board s "
                      f"measured{d}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + same
+
+
+def _inputs(data: dict) -> str:
+    """What a run was asked to do, as a key: two runs with the same key differ only by the host's timing."""
+    return json.dumps({k: data.get(k) for k in ("platform", "profile", "options", "apps", "link", "workload")},
+                      sort_keys=True)
 
 
 def file_account(junit: Path, shown: int = 12) -> str:

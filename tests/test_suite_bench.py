@@ -12,7 +12,7 @@ from suite_bench import file_account, run_account
 
 
 def _run(folder: Path, platform: str, wall_s: float, seconds: float | dict, dilation: float | None,
-         console: bool = True) -> None:
+         console: bool = True, workload: dict | None = None) -> None:
     folder.mkdir(parents=True)
     log = folder / "console.log"
     if console:
@@ -20,7 +20,7 @@ def _run(folder: Path, platform: str, wall_s: float, seconds: float | dict, dila
     result = folder / "result.json"
     result.write_text(json.dumps({"platform": platform, "lwip_version": "2.1.3", "started": "2026-12-06T20:00:00+0000",
                                   "seconds": seconds, "console_log": str(log),
-                                  "time": {"effective_dilation": dilation}}))
+                                  "time": {"effective_dilation": dilation}, "workload": workload}))
     started = 1796587200.0  # 2026-12-06T20:00:00Z
     os.utime(result, (started + wall_s, started + wall_s))
 
@@ -38,11 +38,20 @@ def test_the_account_sums_the_board_runs_per_platform_and_leaves_out_hand_made_r
         "  - ethernut2: 1 runs, 1.0 min, 10 board s measured",
         "  - openmv-n6: 2 runs, 0.5 min, 5 board s measured, D kept (median) 5.50",
         "  - xbox: 1 runs, 0.5 min, 4 board s measured, D kept (median) 3.00",
+        "- runs with the inputs of another run (platform, profile, options, apps, link, workload): 1 in 1 sets, "
+        "0.2 min of wall time beyond one run a set; the largest sets' tests:",
+        "  - 2 runs: a, b",  # asked the same: the longer kept, the shorter beyond
     ]
     (tmp_path / "popen-gw2").mkdir()  # a third worker that left no run
     assert run_account(tmp_path).splitlines()[0].endswith("on 3 workers, the board runs alone (boot to result) take "
                                                          "0.7 min of the suite")
     assert "on 1 workers" in run_account(tmp_path, workers=1)
+
+
+def test_runs_asked_for_different_inputs_are_not_counted_as_the_same(tmp_path):
+    _run(tmp_path / "popen-gw0" / "a", "openmv-n6", 12.0, 2.0, 5.0)
+    _run(tmp_path / "popen-gw0" / "b", "openmv-n6", 18.0, 3.0, 6.0, workload={"name": "iperf-tx"})
+    assert "0 in 0 sets, 0.0 min" in run_account(tmp_path)
 
 
 def test_no_board_run_is_said_so(tmp_path):
