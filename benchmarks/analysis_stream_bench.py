@@ -8,7 +8,8 @@ a temporary folder. For each: tshark alone writing the same fields to /dev/null 
 (a checkout of the code before the streamed reader) the same analysis runs there too on captures of at
 most 1,000,000 frames, and the summaries (every figure a run records) are compared.
 
-Writes benchmarks/results/analysis-stream.json and benchmarks/results/analysis-stream.md.
+Writes benchmarks/results/analysis-stream.json (this run) and adds this run to benchmarks/results/analysis-stream.md
+as a new section at its top (the sections already there are kept).
 """
 
 from __future__ import annotations
@@ -99,11 +100,18 @@ def bench(frames: int, folder: Path, old: Path | None, session_reset: int, keep:
     return out
 
 
-def write_results(runs: list[dict[str, Any]]) -> None:
+TITLE = "# Streamed capture analysis"
+
+
+def write_results(runs: list[dict[str, Any]], command: str, history: str) -> None:
+    """The JSON is this run's; the Markdown is `history` (the file as this run found it: the measurement history, and
+    what was written by hand about it) with this run as a new dated section under its title."""
     load = os.getloadavg()
     (RESULTS / "analysis-stream.json").write_text(json.dumps({"load_average": load, "runs": runs}, indent=2) + "\n")
-    lines = ["# Streamed capture analysis", "",
-             "`python benchmarks/analysis_stream_bench.py`: `load_capture` of synthetic bulk captures "
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "?"
+    lines = [f"## {time.strftime('%Y-%m-%d %H:%M %Z')}, the code of {commit}", "",
+             f"`{command}`: `load_capture` of synthetic bulk captures "
              "(tests/bulk_capture.py), in a fresh process; peak RSS from getrusage (Python itself, tshark its child); "
              "tshark alone = the same fields to /dev/null. Old = the code before the streamed reader, same capture.",
              f"Load average at the end: {load[0]:.2f} (2 CPUs shared with other work).", "",
@@ -116,7 +124,13 @@ def write_results(runs: list[dict[str, Any]]) -> None:
                      f"{r.get('old_wall_s', '-')} | {r.get('old_python_rss_mb', '-')} | "
                      f"{r.get('summary_equal', '-')} | {r.get('load_average', '-')} | {r.get('tshark_reset_s', '-')} | "
                      f"{r.get('tshark_reset_rss_mb', '-')} |")
-    (RESULTS / "analysis-stream.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / "analysis-stream.md").write_text(with_section(history, "\n".join(lines)))
+
+
+def with_section(markdown: str, section: str) -> str:
+    """`markdown` with `section` first under its title (the title made when there is none)."""
+    body = markdown.split("\n", 1)[1].lstrip("\n") if markdown.startswith(TITLE) else markdown
+    return f"{TITLE}\n\n{section}\n" + (f"\n{body}" if body.strip() else "")
 
 
 def main() -> int:
@@ -129,10 +143,13 @@ def main() -> int:
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="nr-stream-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
+    markdown = RESULTS / "analysis-stream.md"
+    history = markdown.read_text() if markdown.is_file() else ""
+    command = "python benchmarks/analysis_stream_bench.py " + " ".join(sys.argv[1:])
     runs = []
     for frames in args.frames:
         runs.append(bench(frames, folder, args.old, args.session_reset, keep=args.folder is not None))
-        write_results(runs)
+        write_results(runs, command.strip(), history)  # after each capture: a long one may not finish
     return 0
 
 
