@@ -1,7 +1,7 @@
 """The test suite as CI runs it: a fresh clone of this checkout's HEAD, `bash .ci/run`, timed, optionally with
 busy loops beside it (the issue's "a busy machine": each loop keeps one core's worth of work waiting).
 
-    python benchmarks/suite_bench.py [--busy N] [--label TEXT]
+    python benchmarks/suite_bench.py [--busy N] [--label TEXT] [--workers N]
 
 Writes benchmarks/results/test-suite-<label>.md: the commit, the busy loops, the wall time, pytest's summary line
 and its slowest 25, the firmware builds the run made (folders new in the build cache: a fresh clone reuses the
@@ -34,6 +34,14 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 LIMIT_S = 90 * 60  # CI's own limit
 BUILDS = Path(os.environ.get("NETREPRO_CACHE") or Path.home() / ".cache" / "netrepro") / "builds"
+
+
+def with_workers(test: Path, workers: int) -> None:
+    """The clone's test command with N workers as its default (what `.ci/run` calls it with stays the same)."""
+    text, default = test.read_text(), re.compile(r"^workers=\(-n \d+\)$", re.M)
+    if not default.search(text):
+        raise SystemExit(f"{test} has no `workers=(-n N)` line to change; update suite_bench.with_workers")
+    test.write_text(default.sub(f"workers=(-n {workers})", text))
 
 
 def busy_loops(count: int) -> list[subprocess.Popen]:
@@ -143,6 +151,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=0, help="busy loops beside the suite")
     parser.add_argument("--label", default=None, help="the result file's name: test-suite-LABEL.md")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="the clone's ./test on N pytest workers instead of its own default (a trial of N)")
     parser.add_argument("--keep-junit", type=Path, default=None, metavar="FILE",
                         help="also keep pytest's JUnit XML (every test's time) as FILE")
     args = parser.parse_args()
@@ -151,6 +161,9 @@ def main() -> int:
                             text=True, check=True).stdout.strip()
     clone = Path(tempfile.mkdtemp(prefix="netrepro-suite-")) / "netrepro"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    trial = f", ./test's workers set to {args.workers}" if args.workers else ""
+    if args.workers:
+        with_workers(clone / "test", args.workers)
     before, load_before = builds(), os.getloadavg()
     basetemp = Path(tempfile.mkdtemp(prefix="nr-bt-"))  # no longer than pytest's own: unix sockets live below it
     junit = basetemp.parent / f"{basetemp.name}.xml"
@@ -179,9 +192,10 @@ def main() -> int:
         junit.unlink(missing_ok=True)
     made = len(builds() - before)
     summary = next((line for line in reversed(output.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "?")
-    text = (f"# The test suite, {label}\n\n`python benchmarks/suite_bench.py --busy {args.busy}` at {commit} "
+    command = f"--busy {args.busy}" + (f" --workers {args.workers}" if args.workers else "")
+    text = (f"# The test suite, {label}\n\n`python benchmarks/suite_bench.py {command}` at {commit} "
             f"({time.strftime('%Y-%m-%d %H:%M %Z')}): a fresh clone, `bash .ci/run`, {args.busy} busy loop(s) "
-            f"beside it on {os.cpu_count()} cores.\n\n"
+            f"beside it on {os.cpu_count()} cores{trial}.\n\n"
             f"- exit code {code}, wall {wall / 60:.1f} min ({wall:.0f} s)\n- pytest: `{summary.strip('= ')}`\n"
             f"- firmware builds made: {made} (the rest were in the machine's build cache)\n"
             f"- load average before {[round(x, 2) for x in load_before]}, after "

@@ -7,8 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from suite_bench import file_account, run_account
+from suite_bench import file_account, run_account, with_workers
 
 
 def _run(folder: Path, platform: str, wall_s: float, seconds: float | dict, dilation: float | None,
@@ -68,3 +70,17 @@ def test_the_file_account_sums_pytests_times_per_file_costliest_first(tmp_path):
     assert file_account(junit) == ("- time per test file: 2.8 min of tests together in 2 files; the 2 costliest (s): "
                                    "test_b 100, test_a 70\n")
     assert file_account(tmp_path / "none.xml") == "- time per test file: no JUnit XML\n"
+
+
+def test_a_trial_sets_the_clones_test_command_to_n_workers_and_refuses_a_command_it_cannot_read(tmp_path):
+    test = tmp_path / "test"
+    test.write_text("set -e\nworkers=(-n 3)\nfor arg in \"$@\"; do :; done\n")
+    with_workers(test, 4)
+    assert test.read_text() == "set -e\nworkers=(-n 4)\nfor arg in \"$@\"; do :; done\n"
+    own = (Path(__file__).resolve().parent.parent / "test").read_text()  # the repository's own test command
+    test.write_text(own)
+    with_workers(test, 4)
+    assert test.read_text() != own and "workers=(-n 4)" in test.read_text()
+    test.write_text("exec pytest -n auto\n")
+    with pytest.raises(SystemExit, match="no `workers=\\(-n N\\)` line"):
+        with_workers(test, 4)
