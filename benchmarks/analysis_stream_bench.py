@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bulk_capture import write_bulk  # noqa: E402
+from suite_bench import head_commit  # noqa: E402
 
 from harness.analysis import TSHARK_FIELDS, TSHARK_PREFS  # noqa: E402
 
@@ -108,9 +109,7 @@ def write_results(runs: list[dict[str, Any]], command: str, history: str) -> Non
     what was written by hand about it) with this run as a new dated section under its title."""
     load = os.getloadavg()
     (RESULTS / "analysis-stream.json").write_text(json.dumps({"load_average": load, "runs": runs}, indent=2) + "\n")
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "?"
-    lines = [f"## {time.strftime('%Y-%m-%d %H:%M %Z')}, the code of {commit}", "",
+    lines = [f"## {time.strftime('%Y-%m-%d %H:%M %Z')}, the code of {head_commit()}", "",
              f"`{command}`: `load_capture` of synthetic bulk captures "
              "(tests/bulk_capture.py), in a fresh process; peak RSS from getrusage (Python itself, tshark its child); "
              "tshark alone = the same fields to /dev/null. Old = the code before the streamed reader, same capture.",
@@ -145,11 +144,11 @@ def main() -> int:
     folder.mkdir(parents=True, exist_ok=True)
     markdown = RESULTS / "analysis-stream.md"
     history = markdown.read_text() if markdown.is_file() else ""
-    command = "python benchmarks/analysis_stream_bench.py " + " ".join(sys.argv[1:])
+    command = " ".join(["python benchmarks/analysis_stream_bench.py", *sys.argv[1:]])
     runs = []
     for frames in args.frames:
         runs.append(bench(frames, folder, args.old, args.session_reset, keep=args.folder is not None))
-        write_results(runs, command.strip(), history)  # after each capture: a long one may not finish
+        write_results(runs, command, history)  # after each capture: a long one may not finish
     return 0
 
 

@@ -36,6 +36,12 @@ LIMIT_S = 90 * 60  # CI's own limit
 BUILDS = Path(os.environ.get("NETREPRO_CACHE") or Path.home() / ".cache" / "netrepro") / "builds"
 
 
+def head_commit() -> str:
+    """This checkout's HEAD, short: the code a benchmark's figures were measured with."""
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
 def with_workers(test: Path, workers: int) -> None:
     """The clone's test command with N workers as its default (what `.ci/run` calls it with stays the same)."""
     text, default = test.read_text(), re.compile(r"^workers=\(-n \d+\)$", re.M)
@@ -157,8 +163,7 @@ def main() -> int:
                         help="also keep pytest's JUnit XML (every test's time) as FILE")
     args = parser.parse_args()
     label = args.label or ("busy" if args.busy else "quiet")
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=True).stdout.strip()
+    commit = head_commit()
     clone = Path(tempfile.mkdtemp(prefix="netrepro-suite-")) / "netrepro"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     trial = f", ./test's workers set to {args.workers}" if args.workers else ""
