@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from xml.etree import ElementTree
 
+from harness.runs.disturbed import REPEAT_SUFFIX
 from harness.runs.result import STARTED_FORMAT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,11 +86,13 @@ def _board_seconds(seconds: object) -> float:
     return float(seconds) if isinstance(seconds, int | float) else 0.0
 
 
-def run_account(basetemp: Path, workers: int | None = None) -> str:
+def run_account(basetemp: Path, workers: int | None = None, junit: Path | None = None) -> str:
     """The board runs under `basetemp`: how many, their wall time together, the board seconds they measured and the
     D each platform's boards kept (median), and the floor that puts under the suite on `workers` workers (default:
-    as many as pytest-xdist made folders for under `basetemp`, popen-gw0, popen-gw1, ...)."""
+    as many as pytest-xdist made folders for under `basetemp`, popen-gw0, popen-gw1, ...). A run is named by its
+    test's folder, or where the netrepro fixture made it (one folder a worker) by the test `junit` says made it."""
     workers = workers or len(list(basetemp.glob("popen-gw*"))) or 1
+    owners = fixture_runs(junit) if junit else {}
     walls: dict[str, list[float]] = {}
     board_s: dict[str, float] = {}
     kept_d: dict[str, list[float]] = {}
@@ -105,9 +108,7 @@ def run_account(basetemp: Path, workers: int | None = None) -> str:
                 or not (isinstance(console, str) and Path(console).is_file()):
             continue  # a test's hand-made result, not a board's run (a board's names its lwIP and leaves its log)
         walls.setdefault(platform, []).append(wall)
-        parts = result.relative_to(basetemp).parts  # popen-gwN/<test's folder>/...
-        test = parts[1] if len(parts) > 2 else "?"
-        inputs.setdefault(_inputs(data), []).append((wall, test))
+        inputs.setdefault(_inputs(data), []).append((wall, _test_of(result, basetemp, owners)))
         board_s[platform] = board_s.get(platform, 0.0) + _board_seconds(data.get("seconds"))
         effective = (data.get("time") or {}).get("effective_dilation")
         if effective:
@@ -129,6 +130,35 @@ def run_account(basetemp: Path, workers: int | None = None) -> str:
         lines.append(f"  - {platform}: {len(wall)} runs, {sum(wall) / 60:.1f} min, {board_s[platform]:.0f} board s "
                      f"measured{d}")
     return "\n".join(lines) + "\n" + same
+
+
+def fixture_runs(junit: Path) -> dict[Path, str]:
+    """The run folders each test made through the netrepro fixture, from the JUnit properties it records
+    ("PROFILE.run_dir" for a run, "reproduce.run_dir" for a report's runs), the repeats' suffix taken off."""
+    if not junit.is_file():
+        return {}
+    return {_first_run(Path(prop.get("value", ""))): case.get("name", "?")
+            for case in ElementTree.parse(junit).iter("testcase") for prop in case.iter("property")
+            if prop.get("name", "").endswith(".run_dir")}
+
+
+def _first_run(folder: Path) -> Path:
+    """A repeat's folder (RUN_DIR-slower...) as its run's."""
+    name = folder.name
+    while name.endswith(REPEAT_SUFFIX):
+        name = name[: -len(REPEAT_SUFFIX)]
+    return folder.with_name(name)
+
+
+def _test_of(result: Path, basetemp: Path, owners: dict[Path, str]) -> str:
+    """The test that made a run: the fixture's record of a folder the run lies in, else the test's own folder."""
+    for folder in result.parents:
+        if folder == basetemp:
+            break
+        if _first_run(folder) in owners:
+            return owners[_first_run(folder)]
+    parts = result.relative_to(basetemp).parts  # popen-gwN/<test's folder>/...
+    return parts[1] if len(parts) > 2 else "?"
 
 
 def _inputs(data: dict) -> str:
@@ -190,7 +220,7 @@ def main() -> int:
     try:
         if args.keep_junit and junit.exists():
             shutil.copyfile(junit, args.keep_junit)  # before the accounts, like the log
-        account = run_account(basetemp) + file_account(junit)
+        account = run_account(basetemp, junit=junit) + file_account(junit)
     finally:
         shutil.rmtree(clone.parent, ignore_errors=True)
         shutil.rmtree(basetemp, ignore_errors=True)

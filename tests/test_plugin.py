@@ -88,6 +88,7 @@ def test_the_readmes_pytest_example_passes_after_a_plain_install(user_python, tm
         props = {p.get("name"): p.get("value") for p in cases[f"test_receive_window[{profile}]"].iter("property")}
         assert float(props[f"{profile}.device_window_max"]) == window, props
         assert float(props[f"{profile}.device_mss"]) == 1460 and float(props[f"{profile}.throughput_mbps"]) > 1
+        assert Path(props[f"{profile}.run_dir"]).parent == project / "runs", props  # where its run went
     # passing tests leave no run folder behind
     assert not any((project / "runs").iterdir())
 

@@ -377,6 +377,9 @@ def test_the_pytest_plugin_reproduces_a_case_of_a_users_report(netrepro, tmp_pat
     path = user_folder(tmp_path)
     cases = netrepro.reproduce(str(path), cases=["after"])
     assert list(cases) == ["after"] and cases["after"]["device_window_max"] == 5840
+    # the JUnit XML names the folder the report's runs went to, as a property of this test
+    (folder,) = [Path(value) for name, value in netrepro.request.node.user_properties if name == "reproduce.run_dir"]
+    assert folder.parent == netrepro.runs_root and (folder / "after-1").is_dir(), folder
 
 
 @pytest.mark.real

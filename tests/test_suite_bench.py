@@ -85,3 +85,21 @@ def test_a_trial_sets_the_clones_test_command_to_n_workers_and_refuses_a_command
     test.write_text("exec pytest -n auto\n")
     with pytest.raises(SystemExit, match="no `workers=\\(-n N\\)` line"):
         with_workers(test, 4)
+
+
+def test_runs_the_netrepro_fixture_made_are_named_by_the_test_the_junit_xml_says_made_them(tmp_path):
+    runs = tmp_path / "popen-gw0" / "netrepro-runs0"
+    _run(runs / "20261207-n6-a", "openmv-n6", 12.0, 2.0, 5.0)
+    _run(runs / "20261207-n6-a-slower", "openmv-n6", 14.0, 2.0, 5.0)  # its repeat at twice D
+    _run(runs / "20261207-report" / "after-1", "openmv-n6", 13.0, 2.0, 5.0)  # a netrepro.reproduce's run
+    _run(runs / "20261207-n6-b", "openmv-n6", 11.0, 2.0, 5.0)  # a run no property names
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="tests.test_x" name="test_window">'
+        f'<properties><property name="mp-n6-before.run_dir" value="{runs / "20261207-n6-a-slower"}"/></properties>'
+        '</testcase><testcase classname="tests.test_y" name="test_report">'
+        f'<properties><property name="reproduce.run_dir" value="{runs / "20261207-report"}"/></properties>'
+        '</testcase></testsuite></testsuites>')
+    assert run_account(tmp_path, junit=junit).splitlines()[-1] == \
+        "  - 4 runs: netrepro-runs0, test_report, test_window"
+    assert run_account(tmp_path).splitlines()[-1] == "  - 4 runs: netrepro-runs0"  # without the XML: the folder

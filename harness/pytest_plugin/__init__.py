@@ -148,6 +148,7 @@ class Netrepro:
         document = reproduce(report, out=self.runs_root, repeats=repeats, seconds=seconds, only=cases,
                              lwip_tree_path=str(self.tree), time=TimeChoice(time or self.time_mode), d_check=d_check)
         self.run_dirs.append(Path(document["run_dir"]))
+        self.request.node.user_properties.append(("reproduce.run_dir", document["run_dir"]))
         for case in document["cases"]:
             for key in ("median_mbps", "device_window_max", "verdict"):
                 self.request.node.user_properties.append((f"{case['case']}.{key}", case[key]))
