@@ -71,12 +71,18 @@ def slowest(output: str) -> str:
     return "\n".join(line for line in block.splitlines() if re.match(r"\s*\d+\.\d+s ", line))
 
 
-def _run_wall_s(result: Path, data: dict) -> float | None:
-    """From the run's start (result.json's `started`, to the second) to its result's last write."""
+def _started(data: dict) -> float | None:
+    """When the run started (result.json's `started`, to the second), as a timestamp."""
     try:
-        return result.stat().st_mtime - datetime.strptime(data["started"], STARTED_FORMAT).timestamp()
+        return datetime.strptime(data["started"], STARTED_FORMAT).timestamp()
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _run_wall_s(result: Path, data: dict) -> float | None:
+    """From the run's start to its result's last write."""
+    started = _started(data)
+    return None if started is None else result.stat().st_mtime - started
 
 
 def _board_seconds(seconds: object) -> float:
@@ -86,11 +92,14 @@ def _board_seconds(seconds: object) -> float:
     return float(seconds) if isinstance(seconds, int | float) else 0.0
 
 
-def run_account(basetemp: Path, workers: int | None = None, junit: Path | None = None) -> str:
+def run_account(basetemp: Path, workers: int | None = None, junit: Path | None = None,
+                since: float | None = None) -> str:
     """The board runs under `basetemp`: how many, their wall time together, the board seconds they measured and the
     D each platform's boards kept (median), and the floor that puts under the suite on `workers` workers (default:
     as many as pytest-xdist made folders for under `basetemp`, popen-gw0, popen-gw1, ...). A run is named by its
-    test's folder, or where the netrepro fixture made it (one folder a worker) by the test `junit` says made it."""
+    test's folder, or where the netrepro fixture made it (one folder a worker) by the test `junit` says made it.
+    With `since` (the suite's start), a run that started before it is not the suite's (the account's own tests
+    write runs dated in the past)."""
     workers = workers or len(list(basetemp.glob("popen-gw*"))) or 1
     owners = fixture_runs(junit) if junit else {}
     walls: dict[str, list[float]] = {}
@@ -107,6 +116,8 @@ def run_account(basetemp: Path, workers: int | None = None, junit: Path | None =
         if not isinstance(platform, str) or not data.get("lwip_version") or wall is None or not 0 <= wall < LIMIT_S \
                 or not (isinstance(console, str) and Path(console).is_file()):
             continue  # a test's hand-made result, not a board's run (a board's names its lwIP and leaves its log)
+        if since is not None and (_started(data) or 0.0) < since - 1:  # `started` is to the second
+            continue
         walls.setdefault(platform, []).append(wall)
         inputs.setdefault(_inputs(data), []).append((wall, _test_of(result, basetemp, owners)))
         board_s[platform] = board_s.get(platform, 0.0) + _board_seconds(data.get("seconds"))
@@ -205,7 +216,7 @@ def main() -> int:
     # every run folder kept, the passing tests' too, and every test's time: the accounts
     options = f"--basetemp={basetemp} --netrepro-keep --junitxml={junit}"
     loops = busy_loops(args.busy)
-    start = time.monotonic()
+    start, began = time.monotonic(), time.time()
     try:
         done = subprocess.run(["bash", ".ci/run"], cwd=clone, capture_output=True, text=True, timeout=LIMIT_S,
                               env={**os.environ, "CI": "true", "PYTEST_ADDOPTS": options})
@@ -220,7 +231,7 @@ def main() -> int:
     try:
         if args.keep_junit and junit.exists():
             shutil.copyfile(junit, args.keep_junit)  # before the accounts, like the log
-        account = run_account(basetemp, junit=junit) + file_account(junit)
+        account = run_account(basetemp, junit=junit, since=began) + file_account(junit)
     finally:
         shutil.rmtree(clone.parent, ignore_errors=True)
         shutil.rmtree(basetemp, ignore_errors=True)

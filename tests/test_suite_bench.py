@@ -103,3 +103,11 @@ def test_runs_the_netrepro_fixture_made_are_named_by_the_test_the_junit_xml_says
     assert run_account(tmp_path, junit=junit).splitlines()[-1] == \
         "  - 4 runs: netrepro-runs0, test_report, test_window"
     assert run_account(tmp_path).splitlines()[-1] == "  - 4 runs: netrepro-runs0"  # without the XML: the folder
+
+
+def test_runs_that_started_before_the_suite_are_not_its_own(tmp_path):
+    _run(tmp_path / "popen-gw0" / "a", "openmv-n6", 12.0, 2.0, 5.0)  # started 2026-12-06T20:00:00Z
+    _run(tmp_path / "popen-gw0" / "b", "xbox", 18.0, 3.0, 6.0)
+    started = 1796587200.0
+    assert run_account(tmp_path, since=started).startswith("- board runs: 2,")
+    assert run_account(tmp_path, since=started + 60) == "- board runs: none found under the basetemp\n"
