@@ -169,7 +169,7 @@ def _test_of(result: Path, basetemp: Path, owners: dict[Path, str]) -> str:
         if _first_run(folder) in owners:
             return owners[_first_run(folder)]
     parts = result.relative_to(basetemp).parts  # popen-gwN/<test's folder>/...
-    return parts[1] if len(parts) > 2 else "?"
+    return _first_run(Path(parts[1])).name if len(parts) > 2 else "?"  # a test's folder can be its run's
 
 
 def _inputs(data: dict) -> str:

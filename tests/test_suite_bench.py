@@ -111,3 +111,9 @@ def test_runs_that_started_before_the_suite_are_not_its_own(tmp_path):
     started = 1796587200.0
     assert run_account(tmp_path, since=started).startswith("- board runs: 2,")
     assert run_account(tmp_path, since=started + 60) == "- board runs: none found under the basetemp\n"
+
+
+def test_a_repeat_of_a_run_made_in_its_tests_own_folder_is_named_by_that_test(tmp_path):
+    _run(tmp_path / "popen-gw0" / "test_a_followed_run0", "openmv-n6", 12.0, 2.0, 5.0)
+    _run(tmp_path / "popen-gw0" / "test_a_followed_run0-slower", "openmv-n6", 14.0, 2.0, 9.0)  # its repeat
+    assert run_account(tmp_path).splitlines()[-1] == "  - 2 runs: test_a_followed_run0"
