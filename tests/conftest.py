@@ -127,6 +127,24 @@ def socket_dirs(owner: int | None = None) -> set[Path]:
     return set(Path("/tmp").glob(f"nr-{owner}-*" if owner else "nr-*"))
 
 
+# what netrepro's wheel is built from (pyproject.toml's package and its data)
+PACKAGE_SOURCES = ("pyproject.toml", "harness", "platforms", "reports", "firmware")
+
+
+def copy_checkout(to: Path, *paths: str) -> None:
+    """The working tree as git lists it (tracked and untracked, not ignored; only `paths` if given): what a clone of
+    it would hold, symlinks (harness/files/*) kept as links. Tests install from such a copy, so that pip's build
+    leaves no build/ or egg-info in the checkout (nor races another worker's install there)."""
+    root = Path(__file__).resolve().parent.parent
+    names = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard", *paths], cwd=root,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, names):
+        source = root / name
+        if source.is_symlink() or source.is_file():  # not deleted in the working tree
+            (to / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, to / name, follow_symlinks=False)
+
+
 def netrepro_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None
                  ) -> subprocess.CompletedProcess[str]:
     """`netrepro ARGS` as a user runs it (quiet progress, as in CI), its exit code and output."""

@@ -17,36 +17,21 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import PACKAGE_SOURCES, copy_checkout
 
 import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 PLATFORMS = {"ethernut2", "openmv-n6", "openmv-rt1060", "xbox"}
-BUILT_FROM = ("pyproject.toml", "harness", "platforms", "reports", "firmware")
 # This environment's own netrepro (its editable install) must not stand in for the one under test.
 NOT_SHARED = re.compile(r"^(netrepro|__editable__|harness|__pycache__)", re.I)
 PIP = ("-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-index")
 
 
-def _copy_tracked(to: Path) -> None:
-    """What a clone holds of the files the wheel is built from; symlinks (harness/files/*) stay symlinks."""
-    names = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard", *BUILT_FROM], cwd=ROOT,
-                           capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, names):
-        source, target = ROOT / name, to / name
-        if not source.is_symlink() and not source.is_file():
-            continue  # deleted in the working tree
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        else:
-            target.write_bytes(source.read_bytes())
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     source, dist = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
-    _copy_tracked(source)
+    copy_checkout(source, *PACKAGE_SOURCES)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
                             "-w", str(dist), str(source)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stdout + built.stderr

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import PACKAGE_SOURCES, copy_checkout
 from readme_examples import README, readme_examples
 
 from harness.pytest_plugin import RUN_FOLDERS_KEPT
@@ -36,7 +37,8 @@ NOT_SHARED = re.compile(r"^(_?pytest|py\.py|pluggy|iniconfig|xdist|sybil|ruff|ne
 
 @pytest.fixture(scope="module")
 def user_python(tmp_path_factory) -> Path:
-    """A fresh virtualenv with `pip install "CHECKOUT[pytest]"` (not editable), as the README says."""
+    """A fresh virtualenv with `pip install "NETREPRO[pytest]"` (not editable), as the README says, NETREPRO a copy of
+    the checkout's package."""
     venv = tmp_path_factory.mktemp("user-venv")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
@@ -50,7 +52,9 @@ def user_python(tmp_path_factory) -> Path:
     (site / "netrepro-deps.pth").write_text(f"{deps}\n")
     assert subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode != 0, \
         "pytest must not be there before the install"
-    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{ROOT}[pytest]"],
+    source = tmp_path_factory.mktemp("netrepro-source")  # a copy: pip builds in the folder it installs from
+    copy_checkout(source, *PACKAGE_SOURCES)
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{source}[pytest]"],
                    check=True, timeout=600, capture_output=True)
     return python
 

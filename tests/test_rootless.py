@@ -27,7 +27,7 @@ import pytest
 from harness.cli.exit_codes import ExitCode
 from harness.link.process import TUN_DEVICE
 from harness.runs.disturbed import REPEAT_SUFFIX
-from tests.conftest import socket_dirs
+from tests.conftest import copy_checkout, socket_dirs
 
 pytestmark = pytest.mark.real
 
@@ -82,17 +82,6 @@ class Unprivileged:
         return out.stdout.splitlines()
 
 
-def _copy_checkout(to: Path) -> None:
-    """The working tree as git lists it (tracked and untracked, not ignored): what a clone of it would hold."""
-    names = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           check=True).stdout.decode().split("\0")
-    for name in filter(None, names):
-        source = ROOT / name
-        if source.is_symlink() or source.is_file():
-            (to / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, to / name, follow_symlinks=False)  # harness/files/* stay links, as in a clone
-
-
 def _share_packages(user: Unprivileged) -> None:
     """The user's .venv, made as bootstrap makes it, sees this one's packages (no network), not its netrepro."""
     python = shutil.which("python3", path=user.env["PATH"])
@@ -132,7 +121,7 @@ def user(tree):
         person = Unprivileged(base)
         for folder in (person.home, person.tmp, person.checkout):
             folder.mkdir()
-        _copy_checkout(person.checkout)
+        copy_checkout(person.checkout)
         # bootstrap's lwIP fetch (apt-get source, no root) needs the network: this session's tree stands in
         shutil.copytree(tree, person.home / ".cache" / "netrepro" / "lwip" / "lwip-2.1.3", symlinks=True)
         subprocess.run(["chown", "-R", f"{person.uid}:{person.gid}", str(base)], check=True)
