@@ -30,6 +30,7 @@ from tests.conftest import (
     interrupt_run,
     leftover_processes,
     netrepro_cli,
+    socket_dirs,
     stop_descendants,
 )
 
@@ -269,7 +270,8 @@ def test_a_worker_killed_mid_run_is_retried(tmp_path, no_leftovers):
         pid_file = _wait_for(lambda: next(tmp_path.glob(f"*/c01-*/{WORKER_PID_FILE}"), None), 180)
         _wait_for(lambda: "netrepro firmware" in (pid_file.parent / "console.log").read_text(errors="replace")
                   if (pid_file.parent / "console.log").is_file() else None, 120)
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        killed = int(pid_file.read_text())
+        os.kill(killed, signal.SIGKILL)
         out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -282,6 +284,7 @@ def test_a_worker_killed_mid_run_is_retried(tmp_path, no_leftovers):
     assert first.name.endswith("-attempt1") and (first / "console.log").is_file()
     assert "lost" in err and "trying once more" in err
     assert _gone_soon(lambda: ray_processes() - before) == set()
+    assert socket_dirs(owner=killed) == set()  # the killed worker's, removed by the session that ran the retry
 
 
 def _wait_for(probe, seconds: float):

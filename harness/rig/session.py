@@ -42,6 +42,36 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
+SOCKET_DIR_PREFIX = "nr-"  # a session's socket folder: /tmp/nr-PID-XXXXXXXX, PID the process that made it
+
+
+def remove_orphan_socket_dirs(root: Path = Path("/tmp")) -> list[Path]:
+    """Remove the socket folders of this user's sessions whose process is gone: one killed outright (SIGKILL, the
+    OOM killer, a Ray worker lost mid-run) could not remove its own. A folder whose process lives, or that another
+    user owns, is left alone. Returns what was removed."""
+    removed = []
+    for folder in root.glob(f"{SOCKET_DIR_PREFIX}*-*"):
+        pid = folder.name[len(SOCKET_DIR_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or folder.lstat().st_uid != os.getuid() or _alive(int(pid)):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 class Session:
     """Namespace + link + board for one run; a context manager that leaves nothing behind.
 
@@ -99,7 +129,8 @@ class Session:
     def _start(self) -> None:
         # Unix socket paths are limited to 108 bytes, so they live in a short temp folder, named after
         # the process that made it (a folder left behind names its owner).
-        self.sock_dir = Path(tempfile.mkdtemp(prefix=f"nr-{os.getpid()}-", dir="/tmp"))
+        remove_orphan_socket_dirs()
+        self.sock_dir = Path(tempfile.mkdtemp(prefix=f"{SOCKET_DIR_PREFIX}{os.getpid()}-", dir="/tmp"))
         # device time on QEMU: the link follows the board's own clock, sent on its clock port
         follows = self.platform.sends_clock(self.time)
         nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock",
