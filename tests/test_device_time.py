@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -137,11 +139,18 @@ def test_a_qemu_that_refuses_its_arguments_is_one_line(tmp_path):
     bad = tmp_path / "refused.toml"
     refused = 'extra_args = ["-icount", "shift=2,align=on,sleep=off"]'
     bad.write_text(text.replace('boot = "kernel"', f'boot = "kernel"\n{refused}'))
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "boot", str(bad), "--quiet"], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "CI": "true"})
-    assert proc.returncode == ExitCode.COULD_NOT and "Traceback" not in proc.stderr
-    error = proc.stderr.strip().splitlines()[-1]
-    assert error.startswith("netrepro: error: QEMU exited at start: ") and "align=on and sleep=off" in error
+    kept_in = Path(tempfile.mkdtemp(prefix="nr-t-", dir="/tmp"))  # short: the boot's sockets live in its folder
+    try:
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "boot", str(bad), "--quiet"], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "CI": "true", "TMPDIR": str(kept_in)})
+        assert proc.returncode == ExitCode.COULD_NOT and "Traceback" not in proc.stderr
+        error = proc.stderr.strip().splitlines()[-1]
+        assert error.startswith("netrepro: error: QEMU exited at start: ") and "align=on and sleep=off" in error
+        # the failed boot keeps its folder, with QEMU's console, and names it
+        (kept,) = kept_in.glob("netrepro-boot-openmv-n6-*")
+        assert "align=on and sleep=off" in (kept / "console.log").read_text() and str(kept) in proc.stderr
+    finally:
+        shutil.rmtree(kept_in, ignore_errors=True)
 
 
 def test_calibrate_saves_the_host_rate_device_time_then_uses(n6, no_leftovers, tmp_path, monkeypatch):
