@@ -21,6 +21,7 @@ from harness.cli.exit_codes import ExitCode
 from harness.core.machine import CPUS_ENV
 from harness.rig.build import lwip_tree
 from harness.rig.platform import load_platform
+from harness.rig.session import SOCKET_DIR_PREFIX, SOCKET_ROOT
 
 _LEFTOVER_MARKS = ("qemu-system", "netrepro-link", "netrepro-ethernut", "sleep infinity", "iperf")
 _PR_SET_CHILD_SUBREAPER = 36
@@ -124,7 +125,7 @@ def children_named(name: str) -> set[int]:
 def socket_dirs(owner: int | None = None) -> set[Path]:
     """The short-lived socket folders runs create (/tmp/nr-PID-*): every one, or those of the process `owner`
     (other tests may run beside this one)."""
-    return set(Path("/tmp").glob(f"nr-{owner}-*" if owner else "nr-*"))
+    return set(SOCKET_ROOT.glob(f"{SOCKET_DIR_PREFIX}{owner}-*" if owner else f"{SOCKET_DIR_PREFIX}*"))
 
 
 # what netrepro's wheel is built from (pyproject.toml's package and its data)

@@ -42,10 +42,11 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-SOCKET_DIR_PREFIX = "nr-"  # a session's socket folder: /tmp/nr-PID-XXXXXXXX, PID the process that made it
+# a session's socket folder: /tmp/nr-PID-XXXXXXXX, PID the process that made it (unix socket paths are short)
+SOCKET_ROOT, SOCKET_DIR_PREFIX = Path("/tmp"), "nr-"
 
 
-def remove_orphan_socket_dirs(root: Path = Path("/tmp")) -> list[Path]:
+def remove_orphan_socket_dirs(root: Path = SOCKET_ROOT) -> list[Path]:
     """Remove the socket folders of this user's sessions whose process is gone: one killed outright (SIGKILL, the
     OOM killer, a Ray worker lost mid-run) could not remove its own. A folder whose process lives, or that another
     user owns, is left alone. Returns what was removed."""
@@ -130,7 +131,7 @@ class Session:
         # Unix socket paths are limited to 108 bytes, so they live in a short temp folder, named after
         # the process that made it (a folder left behind names its owner).
         remove_orphan_socket_dirs()
-        self.sock_dir = Path(tempfile.mkdtemp(prefix=f"{SOCKET_DIR_PREFIX}{os.getpid()}-", dir="/tmp"))
+        self.sock_dir = Path(tempfile.mkdtemp(prefix=f"{SOCKET_DIR_PREFIX}{os.getpid()}-", dir=SOCKET_ROOT))
         # device time on QEMU: the link follows the board's own clock, sent on its clock port
         follows = self.platform.sends_clock(self.time)
         nic = NicBackend(local=self.sock_dir / "board.sock", remote=self.sock_dir / "link.sock",
