@@ -147,12 +147,12 @@ def markdown(summarised: list[dict[str, Any]], command: str, commit: str, second
         for d, at in entry["at"].items():
             lines.append(f"| {entry['report']} {entry['case']} | {d:g} | {at['kept_d']} | {at['wall_s']} | "
                          f"{at['cpu_s']} | {at['figure_mbps']} | {at['rtt_ms']} | {at['repeated']} of {at['runs']} |")
-    lines += ["", "Against the platform's D:", "", "| case | planned D | wall | CPU | figure |",
+    lines += ["", "Against the platform's D:", "", "| case | planned D | wall, as a share | CPU, as a share | figure |",
               "|---|---|---|---|---|"]
     for entry in summarised:
         for d, against in entry.get("against_platform", {}).items():
             lines.append(f"| {entry['report']} {entry['case']} | {d:g} (platform {entry['platform_d']:g}) | "
-                         f"x{against['wall_ratio']} | x{against['cpu_ratio']} | "
+                         f"{against['wall_ratio']} | {against['cpu_ratio']} | "
                          f"{_signed(against['figure_diff_pct'])} % |")
     fitted = [e for e in summarised if e.get("fit")]
     if fitted:

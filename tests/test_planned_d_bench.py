@@ -62,7 +62,7 @@ def test_the_tables_have_a_line_per_case_and_d_a_comparison_per_other_d_and_the_
     text = markdown(summary(rows), "python benchmarks/planned_d_bench.py", "abc1234", 3.0, 3)
     assert "| openmv-n6 wifi rx before | 3.2 | 4.7 | 11.0 | 5.5 | 25.0 | 6.0 | 0 of 3 |" in text
     assert "| openmv-n6 wifi rx before | 1.6 | 3.1 | 7.5 | 3.75 | 23.5 | 6.0 | 1 of 4 |" in text
-    assert "| openmv-n6 wifi rx before | 1.6 (platform 3.2) | x0.682 | x0.682 | -6.0 % |" in text
-    assert "| openmv-n6 wifi rx before | 6.4 (platform 3.2) | x1.818 | x1.818 | -0.8 % |" in text
+    assert "| openmv-n6 wifi rx before | 1.6 (platform 3.2) | 0.682 | 0.682 | -6.0 % |" in text
+    assert "| openmv-n6 wifi rx before | 6.4 (platform 3.2) | 1.818 | 1.818 | -0.8 % |" in text
     (fitted,) = [line for line in text.splitlines() if line.startswith("| openmv-n6 wifi rx before | 2")]
     assert fitted.count("|") == 8
