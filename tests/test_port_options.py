@@ -11,6 +11,7 @@ header or symbol and the fix; the options that build are checked on the booted b
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,29 @@ def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_hea
     assert key(sources=[str(source)]) != with_source
     (locking_port.parent / "inc" / "port_config.h").write_text("#define PORT_TCP_MSS 1000\n")
     assert key() != plain
+
+def test_the_same_files_in_another_folder_are_the_same_build(n6, tree, locking_port, tmp_path):
+    """A copy of the user's folder (a test's temporary folder, a second checkout) finds the first one's build;
+    what a file is named inside its folder, and every file's content, still count."""
+    def key(opts: Path) -> str:
+        profile = resolve_profile(n6, str(opts), include_dirs=[str(opts.parent / "inc")],
+                                  sources=[str(opts.parent / "port_hooks.c")])
+        return firmware_key(FirmwareConfig(n6, profile, tree))
+
+    copy = tmp_path / "elsewhere" / "deeper" / "locking"
+    shutil.copytree(locking_port.parent, copy)
+    assert key(copy / "lwipopts.h") == key(locking_port)
+    (copy / "port_hooks.c").write_text(PORT_HOOKS_C + "\n/* edited */\n")
+    assert key(copy / "lwipopts.h") != key(locking_port)
+    (copy / "port_hooks.c").write_text(PORT_HOOKS_C)
+    (copy / "inc" / "port_config.h").write_text("#define PORT_TCP_MSS 1000\n")
+    assert key(copy / "lwipopts.h") != key(locking_port)
+    (copy / "inc" / "port_config.h").write_text("#define PORT_TCP_MSS 1200\n")
+    assert key(copy / "lwipopts.h") == key(locking_port)
+    (copy / "inc").rename(copy / "include")  # the same header, found in a folder of another name
+    profile = resolve_profile(n6, str(copy / "lwipopts.h"), include_dirs=[str(copy / "include")],
+                              sources=[str(copy / "port_hooks.c")])
+    assert firmware_key(FirmwareConfig(n6, profile, tree)) != key(locking_port)
 
 
 def test_run_and_compare_take_a_ports_file_as_it_is(port, tmp_path, no_leftovers):

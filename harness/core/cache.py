@@ -22,7 +22,7 @@ def content_hash(files: Iterable[Path], extra: Iterable[str] = (), roots: Iterab
     digest = hashlib.sha256()
     bases = [Path(r) for r in roots]
     for path in sorted(Path(f) for f in files):
-        digest.update(_name_in(path, bases).encode() + b"\0")
+        digest.update(name_in(path, bases).encode() + b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
     for item in extra:
@@ -30,10 +30,11 @@ def content_hash(files: Iterable[Path], extra: Iterable[str] = (), roots: Iterab
     return digest.hexdigest()[:16]
 
 
-def _name_in(path: Path, roots: list[Path]) -> str:
+def name_in(path: Path, roots: Iterable[Path]) -> str:
+    """A path as content_hash names it: inside the first of `roots` that holds it, else as it is."""
     for number, root in enumerate(roots):
-        if path.is_relative_to(root):
-            return f"<{number}>/{path.relative_to(root)}"
+        if Path(path).is_relative_to(root):
+            return f"<{number}>/{Path(path).relative_to(root)}"
     return str(path)
 
 

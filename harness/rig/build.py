@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.cache import cache_dir, content_hash, tree_files
+from harness.core.cache import cache_dir, content_hash, name_in, tree_files
 from harness.core.errors import NetreproError
 from harness.core.machine import machine_cpus
 from harness.rig.devicetime import CLOCK_SUBTICKS_PER_MS
@@ -192,12 +192,16 @@ def build_firmware(config: FirmwareConfig, progress: Callable[[str], None] = lam
 
 def firmware_key(config: FirmwareConfig) -> str:
     """The build's cache key: a hash of every input (firmware, lwIP, the user's header and what it
-    includes, --source files, stub header names, overrides, generated files, the compiler)."""
+    includes, --source files, stub header names, overrides, generated files, the compiler). The user's
+    files are named from the header's folder, so the same files in another folder (a copy, a test's
+    temporary folder) are the same build: the firmware holds the profile's name, not its path."""
     platform, profile, tree = config.platform, config.profile, config.tree
+    roots = (PROJECT_ROOT, tree, profile.header.parent)
     inputs = [*tree_files(FIRMWARE_DIR), *tree_files(tree / "src"), *profile.input_files()]
     return content_hash(inputs, [*generated_files(platform).values(), profile.overlay(), profile.name,
-                                 _toolchain(platform), *map(str, profile.include_dirs), *map(str, profile.sources),
-                                 *(f"stub:{h}" for h in profile.stub_headers)], roots=(PROJECT_ROOT, tree))
+                                 _toolchain(platform), *(name_in(d, roots) for d in profile.include_dirs),
+                                 *(name_in(s, roots) for s in profile.sources),
+                                 *(f"stub:{h}" for h in profile.stub_headers)], roots=roots)
 
 
 def _c_locale() -> dict[str, str]:

@@ -175,7 +175,8 @@ def _loss_setting(reading: CaptureReading) -> tuple[str, str, str] | None:
         lost = drop_entries("seq", [(g.first, g.last) for g in reading.lost_data])
         frames = sum(g.frames for g in reading.lost_data)
         return ("drop", ",".join(lost), f"the data the capture shows lost ({frames} frames), dropped where it was: "
-                "the frames that first carry those bytes (a lost retransmission does not show)")
+                "the frames that first carry those bytes (neither a lost retransmission nor an ACK lost on its way "
+                "back shows in the capture, so neither is replayed)")
     if reading.loss:
         return ("loss", f"{_round(reading.loss * 100)}%",
                 "the data's loss, at random: without the SYN the capture cannot say which bytes")
