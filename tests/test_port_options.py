@@ -258,6 +258,7 @@ def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_hea
     (locking_port.parent / "inc" / "port_config.h").write_text("#define PORT_TCP_MSS 1000\n")
     assert key() != plain
 
+
 def test_the_same_files_in_another_folder_are_the_same_build(n6, tree, locking_port, tmp_path):
     """A copy of the user's folder (a test's temporary folder, a second checkout) finds the first one's build;
     what a file is named inside its folder, and every file's content, still count."""

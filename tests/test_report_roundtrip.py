@@ -19,8 +19,8 @@ from harness.studies.report_page import PAGE_LIMIT_BYTES
 RTT_S, RATE_BPS, LOSS = 0.013, 17_000_000, 0.005
 WINDOW, MSS = 46720, 1460  # firmware/profiles/mp-n6-after.h: 32 * TCP_MSS
 # The lossy link loses the data only: a capture shows which data was lost, never which of the device's ACKs the
-# link lost on their way back, so a report cannot replay those. Losing 0.5 % each way, 3 of 8 runs had a
-# retransmission timeout (0.17-0.18 s stalled, one run 10 % slower) and none of their 8 reproductions did.
+# link lost on their way back, so a report cannot replay those. Losing 0.5 % each way, 7 of 16 runs had a
+# retransmission timeout (up to 11 % slower) and none of their 16 reproductions did (docs/measurements.md).
 VARIANTS = {"device side": [], "peer side": ["--capture-at", "peer"], "lossy link": ["--loss-to-device", "0.5%"]}
 
 
