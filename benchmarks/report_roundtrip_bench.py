@@ -111,9 +111,10 @@ def main() -> int:
     args = parser.parse_args()
     wanted = [w.strip() for w in args.variants.split(",") if w.strip()]
     chosen = {n: e for n, e in VARIANTS.items() if not wanted or any(n.startswith(w) for w in wanted)}
-    if not chosen or args.originals < 1:
-        raise SystemExit(f"no variant starts with {args.variants!r} (they are: {', '.join(VARIANTS)}), "
-                         "or --originals is under 1")
+    if not chosen:
+        raise SystemExit(f"no variant starts with {args.variants!r}: they are {', '.join(VARIANTS)}")
+    if args.originals < 1:
+        raise SystemExit(f"bad --originals {args.originals}: give 1 or more")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="netrepro-roundtrip-") as tmp:
         rows = []

@@ -139,7 +139,7 @@ def test_a_qemu_that_refuses_its_arguments_is_one_line(tmp_path):
     bad = tmp_path / "refused.toml"
     refused = 'extra_args = ["-icount", "shift=2,align=on,sleep=off"]'
     bad.write_text(text.replace('boot = "kernel"', f'boot = "kernel"\n{refused}'))
-    kept_in = Path(tempfile.mkdtemp(prefix="nr-t-", dir="/tmp"))  # short: the boot's sockets live in its folder
+    kept_in = Path(tempfile.mkdtemp(prefix="nrt-", dir="/tmp"))  # short: the boot's sockets live in it
     try:
         proc = subprocess.run([sys.executable, "-m", "harness.cli", "boot", str(bad), "--quiet"], capture_output=True,
                               text=True, timeout=120, env={**os.environ, "CI": "true", "TMPDIR": str(kept_in)})

@@ -243,12 +243,17 @@ def test_cli_boot_json_shows_the_options_the_stand_ins_the_warnings_and_the_apps
     assert result["apps"] == ["shell", "iperf", "discard", "sockbench", "echo", "udp"] and result["forced"] == []
 
 
+def _port_key(n6, tree, opts: Path, inc: str = "inc", **extra: list[str]) -> str:
+    """The firmware key of the port's lwipopts.h `opts`, with its folder's `inc` as its include folder."""
+    profile = resolve_profile(n6, str(opts), include_dirs=[str(opts.parent / inc)], **extra)
+    return firmware_key(FirmwareConfig(n6, profile, tree))
+
+
 def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_headers(n6, tree, locking_port):
-    inc = [str(locking_port.parent / "inc")]
     source = locking_port.parent / "port_hooks.c"
 
     def key(**extra: list[str]) -> str:
-        return firmware_key(FirmwareConfig(n6, resolve_profile(n6, str(locking_port), include_dirs=inc, **extra), tree))
+        return _port_key(n6, tree, locking_port, **extra)
 
     plain = key()
     with_source = key(sources=[str(source)])
@@ -262,10 +267,8 @@ def test_the_cache_key_follows_the_sources_the_stub_headers_and_the_included_hea
 def test_the_same_files_in_another_folder_are_the_same_build(n6, tree, locking_port, tmp_path):
     """A copy of the user's folder (a test's temporary folder, a second checkout) finds the first one's build;
     what a file is named inside its folder, and every file's content, still count."""
-    def key(opts: Path) -> str:
-        profile = resolve_profile(n6, str(opts), include_dirs=[str(opts.parent / "inc")],
-                                  sources=[str(opts.parent / "port_hooks.c")])
-        return firmware_key(FirmwareConfig(n6, profile, tree))
+    def key(opts: Path, inc: str = "inc") -> str:
+        return _port_key(n6, tree, opts, inc, sources=[str(opts.parent / "port_hooks.c")])
 
     copy = tmp_path / "elsewhere" / "deeper" / "locking"
     shutil.copytree(locking_port.parent, copy)
@@ -278,9 +281,7 @@ def test_the_same_files_in_another_folder_are_the_same_build(n6, tree, locking_p
     (copy / "inc" / "port_config.h").write_text("#define PORT_TCP_MSS 1200\n")
     assert key(copy / "lwipopts.h") == key(locking_port)
     (copy / "inc").rename(copy / "include")  # the same header, found in a folder of another name
-    profile = resolve_profile(n6, str(copy / "lwipopts.h"), include_dirs=[str(copy / "include")],
-                              sources=[str(copy / "port_hooks.c")])
-    assert firmware_key(FirmwareConfig(n6, profile, tree)) != key(locking_port)
+    assert key(copy / "lwipopts.h", "include") != key(locking_port)
 
 
 def test_run_and_compare_take_a_ports_file_as_it_is(port, tmp_path, no_leftovers):
