@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.analysis.plots import PLOTS_ENV
 from harness.cli.exit_codes import ExitCode
 from harness.core.machine import CPUS_ENV
 from harness.rig.build import lwip_tree
@@ -34,6 +35,9 @@ os.environ["NETREPRO_CALIBRATION"] = str(_TMP / f"netrepro-test-calibration-{os.
 # (--jobs' default) on its share of the cores, as a user sharing a machine would say with NETREPRO_CPUS
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 os.environ.setdefault(CPUS_ENV, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+# A run's plots cost about 2 CPU-s, and only the tests that read them ask for them ($NETREPRO_PLOTS=on):
+# drawn for every one of the suite's ~125 board runs, they took some 4 of its CPU-minutes on two cores
+os.environ[PLOTS_ENV] = "off"
 
 # Orphans of the processes tests start (e.g. a CLI run interrupted) are re-parented to this
 # process instead of init, so a leak still shows up among its descendants.

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -36,8 +38,12 @@ from captures_gen import (
 )
 
 from harness.analysis import VERDICTS, CaptureAnalysis, format_table, load_capture
-from harness.analysis.plots import plot_capture
+from harness.analysis.plots import PLOTS_ENV, plot_capture
+from harness.cli.exit_codes import ExitCode
 from harness.core.errors import NetreproError
+from harness.link import LinkSpec
+from harness.runs.analyse import plot_run
+from harness.runs.result import RunResult
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 
@@ -233,6 +239,29 @@ def test_plots(tmp_path, fast):
         assert head.startswith(b"\x89PNG") if f.suffix == ".png" else b"<svg" in head or b"<?xml" in head
         assert f.stat().st_size > 5000
     assert "openmv-n6 / mp-n6-before / wifi" in (tmp_path / "timeseq.svg").read_text()
+
+
+@pytest.mark.parametrize("setting", ["on", None, "off"])
+def test_a_run_draws_its_plots_unless_they_are_off(tmp_path, fast, monkeypatch, setting):
+    if setting is None:
+        monkeypatch.delenv(PLOTS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(PLOTS_ENV, setting)
+    result = RunResult(platform="openmv-n6", profile="mp-n6-before", lwip_version="2.1.3", link=LinkSpec(),
+                       workload={"name": "rx"}, run_dir=str(tmp_path), capture="c", console_log="l", device="d")
+    plot_run(result, fast[1])
+    drawn = sorted(Path(p).name for p in result.plots)
+    assert drawn == ([] if setting == "off" else sorted(f"{n}.{e}" for n in ("timeseq", "goodput", "window")
+                                                         for e in ("png", "svg")))
+    assert (tmp_path / "plots").is_dir() == (setting != "off")
+
+
+def test_a_bad_plots_setting_is_one_line_before_anything_runs():
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "platforms"], capture_output=True, text=True,
+                          env={**os.environ, PLOTS_ENV: "sometimes"}, check=False, timeout=60)
+    assert proc.returncode == ExitCode.COULD_NOT and proc.stdout == ""
+    assert proc.stderr == "netrepro: error: NETREPRO_PLOTS='sometimes' is neither on nor off; " \
+                          "set NETREPRO_PLOTS to on or off, or unset it\n"
 
 
 def test_marks_sharing_a_pixel_column_are_grouped_and_few_are_left_alone():

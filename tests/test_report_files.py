@@ -4,6 +4,7 @@ against its folder, its [cpu] and [links] applied, and written from a few facts 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from conftest import assert_one_line_error, netrepro_cli
 
 from harness.analysis import AnalysisSummary
+from harness.analysis.plots import PLOTS_ENV
 from harness.core.errors import NetreproError
 from harness.rig.devicetime import TimeChoice
 from harness.rig.workload import WORKLOADS
@@ -352,7 +354,7 @@ def test_a_report_outside_the_repository_reproduces(tmp_path, no_leftovers):
     path = user_folder(tmp_path)
     page = tmp_path / "page.html"
     proc = netrepro_cli("reproduce", str(path), "--json", "--html", str(page), "--out", str(tmp_path / "runs"),
-                        timeout=900)
+                        timeout=900, env={**os.environ, "CI": "true", PLOTS_ENV: "on"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     document = json.loads(proc.stdout)
     assert document["report"] == "my-board" and document["file"] == str(path)
@@ -370,6 +372,13 @@ def test_a_report_outside_the_repository_reproduces(tmp_path, no_leftovers):
     assert result["link"]["rtt_s"] == pytest.approx(0.002)
     assert "STM32F767" in page.read_text()
     assert page.stat().st_size < PAGE_LIMIT_BYTES and "left out" not in page.read_text()  # every plot, drawn
+    # each run drew its three plots as PNG and SVG, and the page holds the median runs' SVGs, none missing
+    for run_dir in (d for c in cases.values() for d in c["run_dirs"]):
+        plots = json.loads((Path(run_dir) / "result.json").read_text())["plots"]
+        assert sorted(Path(p).name for p in plots) == sorted(f"{n}.{e}" for n in ("timeseq", "goodput", "window")
+                                                             for e in ("png", "svg"))
+        assert all(Path(p).stat().st_size > 5000 for p in plots)
+    assert page.read_text().count("<svg") == 3 * len(cases) and "no plot" not in page.read_text()
 
 
 @pytest.mark.real

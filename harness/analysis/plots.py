@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import os
 import re
 import textwrap
 from collections import Counter
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from harness.analysis.capture_analysis import CaptureAnalysis
+from harness.core.errors import NetreproError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,6 +42,18 @@ DPI = 110
 MAX_MARKS = 2000
 
 T = TypeVar("T")
+PLOTS_ENV = "NETREPRO_PLOTS"
+
+
+def run_plots_wanted() -> bool:
+    """Whether a run draws its capture's plots: yes unless $NETREPRO_PLOTS is "off". A batch job that reads
+    only figures (a CI suite of hundreds of runs) saves about 2 CPU-s a run (matplotlib's import and six
+    renders), time its boards would otherwise share the cores with."""
+    given = os.environ.get(PLOTS_ENV, "on")
+    if given not in ("on", "off"):
+        raise NetreproError(f"{PLOTS_ENV}={given!r} is neither on nor off",
+                            f"set {PLOTS_ENV} to on or off, or unset it")
+    return given == "on"
 
 
 def new_figure(width: float = 10, height: float = 6.2) -> Figure:

@@ -14,7 +14,7 @@ from harness import __version__
 from harness.analysis import format_table, load_capture
 from harness.analysis.against import compare_summaries, load_against
 from harness.analysis.against import format_comparison as format_capture_comparison
-from harness.analysis.plots import plot_capture, plot_overlay
+from harness.analysis.plots import plot_capture, plot_overlay, run_plots_wanted
 from harness.cli.bisect import add_bisect_parser
 from harness.cli.crash import report_crash
 from harness.cli.exit_codes import ExitCode, verdict
@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     try:
+        run_plots_wanted()  # a bad $NETREPRO_PLOTS is found before a run, not after it
         return int(args.func(args) or ExitCode.OK)
     except NetreproError as exc:
         print(f"netrepro: error: {exc}", file=sys.stderr)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.analysis import CaptureAnalysis, load_capture
 from harness.analysis.follow import CaptureFollower
-from harness.analysis.plots import plot_capture
+from harness.analysis.plots import plot_capture, run_plots_wanted
 from harness.core.errors import NetreproError
 from harness.core.progress import Progress
 from harness.link.air import tcp_capacity_bps
@@ -132,7 +132,9 @@ def analyse_run(result: RunResult, follower: CaptureFollower | None = None,
 
 
 def plot_run(result: RunResult, analysis: CaptureAnalysis) -> None:
-    """Add the plots of a run's analysed capture to its result."""
+    """Add the plots of a run's analysed capture to its result (none when $NETREPRO_PLOTS is off)."""
+    if not run_plots_wanted():
+        return
     title = (f"{result.platform} / {result.profile} / {result.workload['name']} / "
              f"rtt {result.link.rtt_s * 1e3:g} ms, {_rate_text(data_rate_bps(result))}")
     result.plots = [str(p) for p in plot_capture(analysis, Path(result.run_dir) / "plots", title)]
