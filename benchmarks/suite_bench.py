@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from xml.etree import ElementTree
@@ -106,18 +107,8 @@ def run_account(basetemp: Path, workers: int | None = None, junit: Path | None =
     board_s: dict[str, float] = {}
     kept_d: dict[str, list[float]] = {}
     inputs: dict[str, list[tuple[float, str]]] = {}  # runs of the same inputs: what sharing a run would save
-    for result in basetemp.rglob("result.json"):
-        try:
-            data = json.loads(result.read_text())
-        except (OSError, ValueError):
-            continue
-        platform, wall = data.get("platform"), _run_wall_s(result, data)
-        console = data.get("console_log")
-        if not isinstance(platform, str) or not data.get("lwip_version") or wall is None or not 0 <= wall < LIMIT_S \
-                or not (isinstance(console, str) and Path(console).is_file()):
-            continue  # a test's hand-made result, not a board's run (a board's names its lwIP and leaves its log)
-        if since is not None and (_started(data) or 0.0) < since - 1:  # `started` is to the second
-            continue
+    for result, data, wall in board_runs(basetemp, since):
+        platform = data["platform"]
         walls.setdefault(platform, []).append(wall)
         inputs.setdefault(_inputs(data), []).append((wall, _test_of(result, basetemp, owners)))
         board_s[platform] = board_s.get(platform, 0.0) + _board_seconds(data.get("seconds"))
@@ -141,6 +132,53 @@ def run_account(basetemp: Path, workers: int | None = None, junit: Path | None =
         lines.append(f"  - {platform}: {len(wall)} runs, {sum(wall) / 60:.1f} min, {board_s[platform]:.0f} board s "
                      f"measured{d}")
     return "\n".join(lines) + "\n" + same
+
+
+def board_runs(basetemp: Path, since: float | None = None) -> Iterator[tuple[Path, dict, float]]:
+    """Every board's run under `basetemp` (its result.json, what it holds, its wall time); with `since` (the suite's
+    start), not those that started before it (the account's own tests write runs dated in the past)."""
+    for result in basetemp.rglob("result.json"):
+        try:
+            data = json.loads(result.read_text())
+        except (OSError, ValueError):
+            continue
+        platform, wall = data.get("platform"), _run_wall_s(result, data)
+        console = data.get("console_log")
+        if not isinstance(platform, str) or not data.get("lwip_version") or wall is None or not 0 <= wall < LIMIT_S \
+                or not (isinstance(console, str) and Path(console).is_file()):
+            continue  # a test's hand-made result, not a board's run (a board's names its lwIP and leaves its log)
+        if since is not None and (_started(data) or 0.0) < since - 1:  # `started` is to the second
+            continue
+        yield result, data, wall
+
+
+def outside_account(basetemp: Path, junit: Path, since: float | None = None, shown: int = 15) -> str:
+    """The tests' time outside their board runs (pytest's time for a test, less its runs' wall time), the most
+    first: what the suite spends besides boards (installs, Ray, builds, analyses, commands). A test is known by
+    its temporary folder's name (pytest's: the name's first 30 characters, made safe) or, for the netrepro
+    fixture's runs, by the name the JUnit XML gives; tests sharing a folder name are counted together."""
+    if not junit.is_file():
+        return "- time outside board runs: no JUnit XML\n"
+    owners = fixture_runs(junit)
+    test_s: dict[str, float] = {}
+    for case in ElementTree.parse(junit).iter("testcase"):
+        key = _folder_prefix(case.get("name", "?"))
+        test_s[key] = test_s.get(key, 0.0) + float(case.get("time") or 0.0)
+    runs_s: dict[str, float] = {}
+    for result, _data, wall in board_runs(basetemp, since):
+        test = _test_of(result, basetemp, owners)
+        key = _folder_prefix(test) if test in owners.values() else re.sub(r"\d+$", "", test)
+        runs_s[key] = runs_s.get(key, 0.0) + wall
+    outside = sorted(((s - runs_s.get(k, 0.0), s, k) for k, s in test_s.items()), reverse=True)[:shown]
+    total = sum(test_s.values()) - sum(runs_s.values())
+    return (f"- time outside board runs: {total / 60:.1f} of the tests' {sum(test_s.values()) / 60:.1f} "
+            f"worker-minutes; the {len(outside)} tests (by folder name) with the most (s, outside / in all):\n"
+            + "".join(f"  - {name}: {rest:.0f} / {whole:.0f}\n" for rest, whole, name in outside))
+
+
+def _folder_prefix(test: str) -> str:
+    """The start of the temporary folder pytest names after a test: its name made safe, cut to 30 characters."""
+    return re.sub(r"\W", "_", test)[:30]
 
 
 def fixture_runs(junit: Path) -> dict[Path, str]:
@@ -231,7 +269,8 @@ def main() -> int:
     try:
         if args.keep_junit and junit.exists():
             shutil.copyfile(junit, args.keep_junit)  # before the accounts, like the log
-        account = run_account(basetemp, junit=junit, since=began) + file_account(junit)
+        account = (run_account(basetemp, junit=junit, since=began) + file_account(junit)
+                   + outside_account(basetemp, junit, since=began))
     finally:
         shutil.rmtree(clone.parent, ignore_errors=True)
         shutil.rmtree(basetemp, ignore_errors=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from suite_bench import file_account, run_account, with_workers
+from suite_bench import file_account, outside_account, run_account, with_workers
 
 
 def _run(folder: Path, platform: str, wall_s: float, seconds: float | dict, dilation: float | None,
@@ -117,3 +117,25 @@ def test_a_repeat_of_a_run_made_in_its_tests_own_folder_is_named_by_that_test(tm
     _run(tmp_path / "popen-gw0" / "test_a_followed_run0", "openmv-n6", 12.0, 2.0, 5.0)
     _run(tmp_path / "popen-gw0" / "test_a_followed_run0-slower", "openmv-n6", 14.0, 2.0, 9.0)  # its repeat
     assert run_account(tmp_path).splitlines()[-1] == "  - 2 runs: test_a_followed_run0"
+
+
+def test_the_time_outside_board_runs_is_each_tests_time_less_its_runs(tmp_path):
+    _run(tmp_path / "popen-gw0" / "test_a_long_name_cut_at_thirty0", "openmv-n6", 12.0, 2.0, 5.0)
+    _run(tmp_path / "popen-gw0" / "test_a_long_name_cut_at_thirty0-slower", "openmv-n6", 14.0, 2.0, 9.0)
+    runs = tmp_path / "popen-gw1" / "netrepro-runs0"
+    _run(runs / "20261207-n6-a", "openmv-n6", 10.0, 2.0, 5.0)
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite>'
+        '<testcase classname="tests.test_x" name="test_a_long_name_cut_at_thirty_characters[one]" time="40.0"/>'
+        '<testcase classname="tests.test_y" name="test_window" time="15.5">'
+        f'<properties><property name="mp-n6-before.run_dir" value="{runs / "20261207-n6-a"}"/></properties>'
+        '</testcase><testcase classname="tests.test_z" name="test_no_board" time="30.0"/>'
+        '</testsuite></testsuites>')
+    assert outside_account(tmp_path, junit).splitlines() == [
+        "- time outside board runs: 0.8 of the tests' 1.4 worker-minutes; the 3 tests (by folder name) with the "
+        "most (s, outside / in all):",
+        "  - test_no_board: 30 / 30",
+        "  - test_a_long_name_cut_at_thirty: 14 / 40",
+        "  - test_window: 6 / 16"]
+    assert outside_account(tmp_path, tmp_path / "missing.xml") == "- time outside board runs: no JUnit XML\n"
