@@ -156,7 +156,9 @@ def outside_account(basetemp: Path, junit: Path, since: float | None = None, sho
     """The tests' time outside their board runs (pytest's time for a test, less its runs' wall time), the most
     first: what the suite spends besides boards (installs, Ray, builds, analyses, commands). A test is known by
     its temporary folder's name (pytest's: the name's first 30 characters, made safe) or, for the netrepro
-    fixture's runs, by the name the JUnit XML gives; tests sharing a folder name are counted together."""
+    fixture's runs, by the name the JUnit XML gives; tests sharing a folder name are counted together. Runs made
+    outside pytest's basetemp (the doc examples' own folders, the rootless test's user's home) are not found, so
+    their tests' whole time counts as outside."""
     if not junit.is_file():
         return "- time outside board runs: no JUnit XML\n"
     owners = fixture_runs(junit)
@@ -172,7 +174,8 @@ def outside_account(basetemp: Path, junit: Path, since: float | None = None, sho
     outside = sorted(((s - runs_s.get(k, 0.0), s, k) for k, s in test_s.items()), reverse=True)[:shown]
     total = sum(test_s.values()) - sum(runs_s.values())
     return (f"- time outside board runs: {total / 60:.1f} of the tests' {sum(test_s.values()) / 60:.1f} "
-            f"worker-minutes; the {len(outside)} tests (by folder name) with the most (s, outside / in all):\n"
+            f"worker-minutes (runs outside the basetemp not found: their tests' time all counts); the "
+            f"{len(outside)} tests (by folder name) with the most (s, outside / in all):\n"
             + "".join(f"  - {name}: {rest:.0f} / {whole:.0f}\n" for rest, whole, name in outside))
 
 

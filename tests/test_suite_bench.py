@@ -133,8 +133,8 @@ def test_the_time_outside_board_runs_is_each_tests_time_less_its_runs(tmp_path):
         '</testcase><testcase classname="tests.test_z" name="test_no_board" time="30.0"/>'
         '</testsuite></testsuites>')
     assert outside_account(tmp_path, junit).splitlines() == [
-        "- time outside board runs: 0.8 of the tests' 1.4 worker-minutes; the 3 tests (by folder name) with the "
-        "most (s, outside / in all):",
+        "- time outside board runs: 0.8 of the tests' 1.4 worker-minutes (runs outside the basetemp not found: "
+        "their tests' time all counts); the 3 tests (by folder name) with the most (s, outside / in all):",
         "  - test_no_board: 30 / 30",
         "  - test_a_long_name_cut_at_thirty: 14 / 40",
         "  - test_window: 6 / 16"]
