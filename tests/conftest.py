@@ -38,6 +38,8 @@ os.environ.setdefault(CPUS_ENV, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 # A run's plots cost about 2 CPU-s, and only the tests that read them ask for them ($NETREPRO_PLOTS=on):
 # drawn for every one of the suite's ~125 board runs, they took some 4 of its CPU-minutes on two cores
 os.environ[PLOTS_ENV] = "off"
+# the files a run's plots are, as a test expects them: three plots, each as PNG and SVG
+RUN_PLOT_FILES = sorted(f"{name}.{ext}" for name in ("timeseq", "goodput", "window") for ext in ("png", "svg"))
 
 # Orphans of the processes tests start (e.g. a CLI run interrupted) are re-parented to this
 # process instead of init, so a leak still shows up among its descendants.

@@ -36,6 +36,7 @@ from captures_gen import (
     udp_frame,
     write_pcap,
 )
+from conftest import RUN_PLOT_FILES
 
 from harness.analysis import VERDICTS, CaptureAnalysis, format_table, load_capture
 from harness.analysis.plots import PLOTS_ENV, plot_capture
@@ -232,8 +233,7 @@ def test_format_table(r1, sndbuf):
 def test_plots(tmp_path, fast):
     _, a = fast
     files = plot_capture(a, tmp_path, "openmv-n6 / mp-n6-before / wifi")
-    assert sorted(f.name for f in files) == sorted(f"{n}.{e}" for n in ("timeseq", "goodput", "window")
-                                                   for e in ("png", "svg"))
+    assert sorted(f.name for f in files) == RUN_PLOT_FILES
     for f in files:
         head = f.read_bytes()[:200]
         assert head.startswith(b"\x89PNG") if f.suffix == ".png" else b"<svg" in head or b"<?xml" in head
@@ -251,8 +251,7 @@ def test_a_run_draws_its_plots_unless_they_are_off(tmp_path, fast, monkeypatch, 
                        workload={"name": "rx"}, run_dir=str(tmp_path), capture="c", console_log="l", device="d")
     plot_run(result, fast[1])
     drawn = sorted(Path(p).name for p in result.plots)
-    assert drawn == ([] if setting == "off" else sorted(f"{n}.{e}" for n in ("timeseq", "goodput", "window")
-                                                         for e in ("png", "svg")))
+    assert drawn == ([] if setting == "off" else RUN_PLOT_FILES)
     assert (tmp_path / "plots").is_dir() == (setting != "off")
 
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, netrepro_cli
+from conftest import RUN_PLOT_FILES, assert_one_line_error, netrepro_cli
 
 from harness.analysis import AnalysisSummary
 from harness.analysis.plots import PLOTS_ENV
@@ -375,8 +375,7 @@ def test_a_report_outside_the_repository_reproduces(tmp_path, no_leftovers):
     # each run drew its three plots as PNG and SVG, and the page holds the median runs' SVGs, none missing
     for run_dir in (d for c in cases.values() for d in c["run_dirs"]):
         plots = json.loads((Path(run_dir) / "result.json").read_text())["plots"]
-        assert sorted(Path(p).name for p in plots) == sorted(f"{n}.{e}" for n in ("timeseq", "goodput", "window")
-                                                             for e in ("png", "svg"))
+        assert sorted(Path(p).name for p in plots) == RUN_PLOT_FILES
         assert all(Path(p).stat().st_size > 5000 for p in plots)
     assert page.read_text().count("<svg") == 3 * len(cases) and "no plot" not in page.read_text()
 
