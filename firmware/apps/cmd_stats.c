@@ -9,8 +9,9 @@
  *               after its connections closed: the board's clock (board.ms),
  *               heap bytes (mem.used), every memp pool's elements
  *               (memp.NAME.used), the driver's own buffers (nic.buf.NAME),
- *               the TCP PCBs by state (tcp.pcb.STATE) and the ARP cache's
- *               entries (etharp.entries)
+ *               the TCP PCBs by state (tcp.pcb.STATE), how long a closing
+ *               connection still waits to retransmit its FIN (tcp.retx.*)
+ *               and the ARP cache's entries (etharp.entries)
  *   stats reap  first frees the PCBs in TIME_WAIT (tcp.pcb.reaped=N), as
  *               their expiry after 2 * TCP_MSL would, then as `stats used`
  *
@@ -174,6 +175,37 @@ static void count_pcbs(const struct tcp_pcb *pcb, unsigned long *counts)
   }
 }
 
+/* A connection the board closed (FIN_WAIT_1, CLOSING, LAST_ACK) whose FIN,
+   or the peer's ACK of it, a lossy link dropped ends only when lwIP's RTO
+   sends the FIN again: a second or more of the board's time, doubling with
+   each try. tcp.retx.ms is the longest such a connection still waits for
+   its next retransmission (board ms), tcp.retx.count the most tries one has
+   made, so the leak check waits for the retransmission instead of calling
+   a connection that is still closing a leak. Printed only when one waits. */
+static int is_closing(enum tcp_state state)
+{
+  return state == FIN_WAIT_1 || state == CLOSING || state == LAST_ACK;
+}
+
+static void print_closing_retransmission(void)
+{
+  long due_ms = -1;
+  unsigned tries = 0;
+
+  for (const struct tcp_pcb *pcb = tcp_active_pcbs; pcb != NULL; pcb = pcb->next) {
+    if (!is_closing(pcb->state) || pcb->unacked == NULL || pcb->rtime < 0) {
+      continue;
+    }
+    long ms = (long)(pcb->rto - pcb->rtime) * TCP_SLOW_INTERVAL;
+    ms = ms < 0 ? 0 : ms; /* due at the timer's next tick */
+    due_ms = ms > due_ms ? ms : due_ms;
+    tries = pcb->nrtx > tries ? pcb->nrtx : tries;
+  }
+  if (due_ms >= 0) {
+    nr_printf("tcp.retx.ms=%ld\ntcp.retx.count=%u\n", due_ms, tries);
+  }
+}
+
 /* Every PCB on lwIP's lists, by state (bound ones are CLOSED); a PCB that
    tcp_new() made and nobody bound is on no list, only in memp.TCP_PCB. */
 static void print_pcbs(void)
@@ -190,6 +222,7 @@ static void print_pcbs(void)
   for (size_t i = 0; i < TCP_STATES; i++) {
     nr_printf("tcp.pcb.%s=%lu\n", tcp_state_names[i], counts[i]);
   }
+  print_closing_retransmission();
 }
 
 static void reap_time_wait(void)

@@ -18,6 +18,10 @@ What a closed connection legitimately still holds is accounted for, and named un
   nothing is above its baseline, for at most SETTLE_BOARD_S of the board's time (its clock stamps every
   reading, so a host running it slower than planned does not cut the wait short). A connection still
   open then (ESTABLISHED, CLOSE_WAIT: an application that never closed it) is a leak, with its pools.
+- On a lossy link the board's FIN, or the peer's ACK of it, can be lost: the connection then ends only
+  when lwIP's RTO sends the FIN again, seconds of the board's time later. The firmware says how long the
+  longest such wait still is (`tcp.retx.ms`); the check waits for that retransmission and its answer,
+  try after try, up to RETRANSMIT_WAIT_BOARD_S of the board's time, and says it did (`fin_retransmit`).
 - The listening PCBs of the board's servers (the echo service opens one at boot, the workload's iperf
   server is started before the baseline) stay open by design: they are in both readings.
 - The ARP entry for the peer is a slot of lwIP's static ARP table, not pool memory.
@@ -34,6 +38,9 @@ from harness.rig.devicetime import LAG_ALLOWANCE
 
 SETTLE_BOARD_S = 0.6  # the longest the check waits for closing connections and the TCP timer (board time)
 POLL_BOARD_S = 0.1    # between two readings while it waits (board time)
+# The longest the check waits for a closing connection's lost FIN to be sent again (board time): lwIP's
+# RTO starts at 3 s before a round trip is measured and doubles each try, so this covers two tries.
+RETRANSMIT_WAIT_BOARD_S = 12.0
 _DONE_STATES = ("CLOSED", "LISTEN", "TIME_WAIT")  # PCB states that are not a connection still open
 _PCB_KEY = "tcp.pcb."
 # What the board legitimately holds once the connections closed: name -> (the name for one, why it is no leak).
@@ -61,6 +68,7 @@ class Usage:
     arp_entries: int = 0
     reaped: int = 0           # TIME_WAIT PCBs `stats reap` freed just before this reading
     board_ms: int = 0         # the board's clock (sys_now) at the reading
+    retransmit_in_ms: int | None = None  # a closing connection's wait for its FIN's next retransmission
 
     @classmethod
     def parse(cls, stats: dict[str, int]) -> Usage:
@@ -68,7 +76,7 @@ class Usage:
         pcbs = {k.removeprefix(_PCB_KEY): v for k, v in stats.items()
                 if k.startswith(_PCB_KEY) and k != f"{_PCB_KEY}reaped"}
         return cls(counters, pcbs, stats.get("etharp.entries", 0), stats.get(f"{_PCB_KEY}reaped", 0),
-                   stats.get("board.ms", 0))
+                   stats.get("board.ms", 0), stats.get("tcp.retx.ms"))
 
     @property
     def counts_memory(self) -> bool:
@@ -117,6 +125,8 @@ class LeakReport:
     reason: str = ""       # why it could not check
     reads: int = 0         # readings after the workload until everything was back (or the wait ended)
     seconds: float = 0.0   # wall time the check added to the run
+    board_s: float = 0.0   # the board's time from the first reading after the workload to the last
+    fin_retransmit: bool = False  # it waited for the board to send a lost FIN again (a lossy link)
     before: dict[str, int] = field(default_factory=dict)
     after: dict[str, int] = field(default_factory=dict)
 
@@ -129,7 +139,9 @@ class LeakReport:
         if not self.checked:
             return f"not checked: {self.reason}"
         held = ", ".join(f"{h.count} {h.name if h.count != 1 else _HELD[h.name][0]}" for h in self.held)
-        tail = (f"; held: {held}" if held else "") + f"; check {self.seconds:g} s"
+        waited = (f", {self.board_s:g} s of the board's time waiting for a lost FIN to be sent again"
+                  if self.fin_retransmit else "")
+        tail = (f"; held: {held}" if held else "") + f"; check {self.seconds:g} s{waited}"
         if self.leaks:
             return "; ".join(leak.describe() for leak in self.leaks) + tail
         return f"none: {_what_came_back(self.after)} back where they were{tail}"
@@ -170,11 +182,12 @@ class LeakCheck:
         if not self.before.counts_memory:
             return LeakReport(False, reason="the firmware keeps no heap or pool counters (its options set "
                                             "LWIP_STATS, MEM_STATS or MEMP_STATS to 0; --set LWIP_STATS=1 etc.)")
-        after, reaped, reads = settle(self.console, self.before, settle_board_s, self.wall_s)
-        leaks, held = account(self.before, after, reaped)
+        settled = settle(self.console, self.before, settle_board_s, self.wall_s)
+        leaks, held = account(self.before, settled.after, settled.reaped)
         seconds = round(self.spent_s + time.monotonic() - began, 2)
-        return LeakReport(True, leaks, held, after.open_connections, reads=reads, seconds=seconds,
-                          before=self.before.counters, after=after.counters)
+        return LeakReport(True, leaks, held, settled.after.open_connections, reads=settled.reads,
+                          seconds=seconds, board_s=settled.board_s, fin_retransmit=settled.fin_retransmit,
+                          before=self.before.counters, after=settled.after.counters)
 
 
     def above_baseline(self) -> str:
@@ -183,22 +196,45 @@ class LeakCheck:
         return _listed(account(self.before, Usage.parse(self.console.stats("used")), 0)[0])
 
 
+@dataclass(frozen=True)
+class Settled:
+    """How the wait after the workload ended."""
+
+    after: Usage          # the last reading
+    reaped: int           # TIME_WAIT PCBs freed over all readings
+    reads: int
+    board_s: float        # the board's time from the first reading to the last
+    fin_retransmit: bool  # a reading showed a closing connection waiting to send its FIN again
+
+
 def settle(console: StatsReader, before: Usage, budget_board_s: float,
-           wall_s: Callable[[float], float]) -> tuple[Usage, int, int]:
+           wall_s: Callable[[float], float]) -> Settled:
     """Read what the board holds, reaping TIME_WAIT PCBs each time, until nothing is above the baseline
-    and no connection is open, or budget_board_s of the board's time passed since the first reading;
-    (the last reading, PCBs reaped, readings)."""
-    give_up = time.monotonic() + LAG_ALLOWANCE * wall_s(budget_board_s)
+    and no connection is open, or budget_board_s of the board's time passed since the first reading
+    (longer while a closing connection waits to retransmit its FIN: retransmit_budget)."""
+    began = time.monotonic()
     first: Usage | None = None
     reaped = reads = 0
+    budget, fin_retransmit = budget_board_s, False
     while True:
         after = Usage.parse(console.stats("reap"))
         first = first or after
         reaped, reads = reaped + after.reaped, reads + 1
         waited_s = (after.board_ms - first.board_ms) / 1000
-        if is_settled(before, after) or waited_s >= budget_board_s or time.monotonic() > give_up:
-            return after, reaped, reads
+        fin_retransmit = fin_retransmit or after.retransmit_in_ms is not None
+        budget = max(budget, retransmit_budget(after, waited_s))
+        if (is_settled(before, after) or waited_s >= budget
+                or time.monotonic() - began > LAG_ALLOWANCE * wall_s(budget)):
+            return Settled(after, reaped, reads, waited_s, fin_retransmit)
         time.sleep(wall_s(POLL_BOARD_S))
+
+
+def retransmit_budget(after: Usage, waited_s: float) -> float:
+    """The board time from the first reading to wait for: past a closing connection's next FIN
+    retransmission and the answer to it (SETTLE_BOARD_S), within RETRANSMIT_WAIT_BOARD_S; 0 when none waits."""
+    if after.retransmit_in_ms is None:
+        return 0.0
+    return min(waited_s + after.retransmit_in_ms / 1000 + SETTLE_BOARD_S, RETRANSMIT_WAIT_BOARD_S)
 
 
 def is_settled(before: Usage, after: Usage) -> bool:
