@@ -204,7 +204,7 @@ class Settled:
     reaped: int           # TIME_WAIT PCBs freed over all readings
     reads: int
     board_s: float        # the board's time from the first reading to the last
-    fin_retransmit: bool  # a reading showed a closing connection waiting to send its FIN again
+    fin_retransmit: bool  # it read on past its budget because a closing connection had its FIN to send again
 
 
 def settle(console: StatsReader, before: Usage, budget_board_s: float,
@@ -221,11 +221,14 @@ def settle(console: StatsReader, before: Usage, budget_board_s: float,
         first = first or after
         reaped, reads = reaped + after.reaped, reads + 1
         waited_s = (after.board_ms - first.board_ms) / 1000
-        fin_retransmit = fin_retransmit or after.retransmit_in_ms is not None
-        budget = max(budget, retransmit_budget(after, waited_s))
-        if (is_settled(before, after) or waited_s >= budget
-                or time.monotonic() - began > LAG_ALLOWANCE * wall_s(budget)):
+        if is_settled(before, after):
             return Settled(after, reaped, reads, waited_s, fin_retransmit)
+        budget = max(budget, retransmit_budget(after, waited_s))
+        if waited_s >= budget or time.monotonic() - began > LAG_ALLOWANCE * wall_s(budget):
+            return Settled(after, reaped, reads, waited_s, fin_retransmit)
+        # a FIN merely unacknowledged yet (its ACK a round trip away) is no lost FIN: only reading on past
+        # the budget, for a retransmission still due, is
+        fin_retransmit = fin_retransmit or waited_s >= budget_board_s
         time.sleep(wall_s(POLL_BOARD_S))
 
 
