@@ -7,8 +7,9 @@ Writes benchmarks/results/test-suite-<label>.md: the commit, the busy loops, the
 and its slowest 25, the firmware builds the run made (folders new in the build cache: a fresh clone reuses the
 machine's builds of the same sources), the load average before and after, and where the time went: every board run
 the suite left a result.json for (its basetemp is kept until the end), with its wall time and the D its board kept,
-so the floor that the boards' own time puts under the suite is read from the runs, not assumed. The clone, its
-virtualenv and the busy loops are removed at the end, whatever happened.
+and how many were repeats of runs the host disturbed, so the floor that the boards' own time puts under the suite
+is read from the runs, not assumed. The clone, its virtualenv and the busy loops are removed at the end, whatever
+happened.
 """
 
 from __future__ import annotations
@@ -107,8 +108,11 @@ def run_account(basetemp: Path, workers: int | None = None, junit: Path | None =
     board_s: dict[str, float] = {}
     kept_d: dict[str, list[float]] = {}
     inputs: dict[str, list[tuple[float, str]]] = {}  # runs of the same inputs: what sharing a run would save
+    repeats: list[float] = []  # the disturbed-run policy's repeats (harness.runs.disturbed): their wall times
     for result, data, wall in board_runs(basetemp, since):
         platform = data["platform"]
+        if result.parent.name.endswith(REPEAT_SUFFIX):
+            repeats.append(wall)
         walls.setdefault(platform, []).append(wall)
         inputs.setdefault(_inputs(data), []).append((wall, _test_of(result, basetemp, owners)))
         board_s[platform] = board_s.get(platform, 0.0) + _board_seconds(data.get("seconds"))
@@ -131,6 +135,8 @@ def run_account(basetemp: Path, workers: int | None = None, junit: Path | None =
         d = f", D kept (median) {statistics.median(kept_d[platform]):.2f}" if kept_d.get(platform) else ""
         lines.append(f"  - {platform}: {len(wall)} runs, {sum(wall) / 60:.1f} min, {board_s[platform]:.0f} board s "
                      f"measured{d}")
+    lines.append(f"- repeats of runs the host disturbed (each at twice D): {len(repeats)}, "
+                 f"{sum(repeats) / 60:.1f} min of wall time")
     return "\n".join(lines) + "\n" + same
 
 

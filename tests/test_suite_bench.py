@@ -40,6 +40,7 @@ def test_the_account_sums_the_board_runs_per_platform_and_leaves_out_hand_made_r
         "  - ethernut2: 1 runs, 1.0 min, 10 board s measured",
         "  - openmv-n6: 2 runs, 0.5 min, 5 board s measured, D kept (median) 5.50",
         "  - xbox: 1 runs, 0.5 min, 4 board s measured, D kept (median) 3.00",
+        "- repeats of runs the host disturbed (each at twice D): 0, 0.0 min of wall time",
         "- runs with the inputs of another run (platform, profile, options, apps, link, workload): 1 in 1 sets, "
         "0.2 min of wall time beyond one run a set; the largest sets' tests:",
         "  - 2 runs: a, b",  # asked the same: the longer kept, the shorter beyond
@@ -116,7 +117,9 @@ def test_runs_that_started_before_the_suite_are_not_its_own(tmp_path):
 def test_a_repeat_of_a_run_made_in_its_tests_own_folder_is_named_by_that_test(tmp_path):
     _run(tmp_path / "popen-gw0" / "test_a_followed_run0", "openmv-n6", 12.0, 2.0, 5.0)
     _run(tmp_path / "popen-gw0" / "test_a_followed_run0-slower", "openmv-n6", 14.0, 2.0, 9.0)  # its repeat
-    assert run_account(tmp_path).splitlines()[-1] == "  - 2 runs: test_a_followed_run0"
+    lines = run_account(tmp_path).splitlines()
+    assert lines[-1] == "  - 2 runs: test_a_followed_run0"
+    assert "- repeats of runs the host disturbed (each at twice D): 1, 0.2 min of wall time" in lines
 
 
 def test_the_time_outside_board_runs_is_each_tests_time_less_its_runs(tmp_path):
