@@ -221,10 +221,9 @@ def settle(console: StatsReader, before: Usage, budget_board_s: float,
         first = first or after
         reaped, reads = reaped + after.reaped, reads + 1
         waited_s = (after.board_ms - first.board_ms) / 1000
-        if is_settled(before, after):
-            return Settled(after, reaped, reads, waited_s, fin_retransmit)
         budget = max(budget, retransmit_budget(after, waited_s))
-        if waited_s >= budget or time.monotonic() - began > LAG_ALLOWANCE * wall_s(budget):
+        if (is_settled(before, after) or waited_s >= budget
+                or time.monotonic() - began > LAG_ALLOWANCE * wall_s(budget)):
             return Settled(after, reaped, reads, waited_s, fin_retransmit)
         # a FIN merely unacknowledged yet (its ACK a round trip away) is no lost FIN: only reading on past
         # the budget, for a retransmission still due, is
