@@ -188,13 +188,18 @@ def main() -> int:
                 rows.append(row)
     summarised = summary(rows)
     command = " ".join(["python benchmarks/planned_d_bench.py", *sys.argv[1:]])
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "planned-d.json").write_text(json.dumps({"rows": rows, "summary": summarised}, indent=2,
-                                                        default=str) + "\n")
-    text = markdown(summarised, command, head_commit(), args.seconds, args.repeats)
-    (RESULTS / "planned-d.md").write_text(text)
-    print(text)
+    write_results("planned-d", rows, summarised, markdown(summarised, command, head_commit(), args.seconds,
+                                                          args.repeats))
     return 0
+
+
+def write_results(stem: str, rows: list[dict[str, Any]], summarised: list[dict[str, Any]], text: str) -> None:
+    """benchmarks/results/STEM.json (every run and the summary) and STEM.md (text), and the text printed."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"rows": rows, "summary": summarised}, indent=2,
+                                                     default=str) + "\n")
+    (RESULTS / f"{stem}.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

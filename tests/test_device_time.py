@@ -69,7 +69,7 @@ def test_a_wifi_run_reads_in_the_boards_time(n6, tree, tmp_path, no_leftovers):
 def test_the_link_keeps_time_at_real_time_priority_and_qemu_only_at_a_better_nice(n6, tree, tmp_path, no_leftovers):
     """Device time: the link, the board's timekeeper, runs SCHED_FIFO where permitted; QEMU, which the link
     follows, does not (a busy guest at SCHED_FIFO held a core against QEMU's own main loop: two such boards on
-    two cores never answered QMP). Host time keeps QEMU at SCHED_FIFO: there nothing follows its clock."""
+    two cores never answered their monitor). Host time keeps QEMU at SCHED_FIFO: there nothing follows its clock."""
     from harness.rig.session import Session
 
     firmware = Configuration("mp-n6-after").build(n6, tree)
@@ -134,7 +134,7 @@ def test_host_time_says_its_figures_depend_on_the_host(n6, tree, tmp_path):
 
 
 def test_a_qemu_that_refuses_its_arguments_is_one_line(tmp_path):
-    """QEMU opens its QMP socket before it checks every option: its own message must still come out."""
+    """QEMU opens its monitor socket before it checks every option: its own message must still come out."""
     text = (Path(__file__).resolve().parent.parent / "platforms" / "openmv-n6.toml").read_text()
     bad = tmp_path / "refused.toml"
     refused = 'extra_args = ["-icount", "shift=2,align=on,sleep=off"]'

@@ -16,7 +16,8 @@ from harness.core.errors import NetreproError
 from harness.core.process import stop
 from harness.link import LinkSpec, read_pcap
 from harness.rig.build import FirmwareConfig, build_firmware
-from harness.rig.engine import QMP_TIMEOUT_S, QemuEngine
+from harness.rig.engine import QemuEngine
+from harness.rig.monitor import COMMAND_TIMEOUT_S
 from harness.rig.profile import resolve_profile
 from harness.rig.session import Session
 from tests.conftest import children_named, interrupt_run, leftover_processes, socket_dirs
@@ -83,41 +84,41 @@ def test_a_failure_inside_a_run_tears_everything_down(n6, firmware, tmp_path):
     assert (tmp_path / "console.log").read_text().count("netrepro firmware") == 1
 
 
-def test_a_qemu_that_no_longer_answers_qmp_is_still_stopped(n6, firmware, tmp_path):
+def test_a_qemu_that_no_longer_answers_its_monitor_is_still_stopped(n6, firmware, tmp_path):
     """A QEMU whose monitor never answers (here stopped by SIGSTOP; seen with a faulted guest spinning
-    with its interrupts off on a loaded host) is signalled after QMP's timeout, not waited on forever."""
+    with its interrupts off on a loaded host) is killed after its grace, not waited on forever."""
     before = leftover_processes()
     with Session(n6, firmware, tmp_path, LinkSpec()) as rig:
         qemu = rig.engine.pid
         os.kill(qemu, signal.SIGSTOP)
         began = time.monotonic()
-    assert time.monotonic() - began < QMP_TIMEOUT_S + 10
+    assert time.monotonic() - began < COMMAND_TIMEOUT_S + 10
     assert not Path(f"/proc/{qemu}").exists()
     assert leftover_processes() - before == set()
     assert socket_dirs(os.getpid()) == set()
 
 
-def test_a_qemu_that_never_greets_on_qmp_is_a_one_line_error_within_its_timeout(n6, tmp_path):
-    """QEMU opens its QMP socket and greets from its main loop; a main loop that never gets the CPU (seen: two
+def test_a_qemu_that_never_greets_on_its_monitor_is_a_one_line_error_within_its_timeout(n6, tmp_path):
+    """QEMU opens its monitor socket and greets from its main loop; a main loop that never gets the CPU (seen: two
     busy guests at SCHED_FIFO holding both cores) must not hold the run forever. A socket that accepts and never
     greets stands in for it."""
     import socket
 
     import pexpect
 
-    for listening, message in ((True, r"^QEMU did not answer on its QMP socket within 2 s"),
-                               (False, r"^QEMU's QMP socket did not take a connection within 2 s: .*refused")):
+    for listening, message in ((True, r"^QEMU did not answer on its monitor socket within 2 s"),
+                               (False, r"^QEMU's monitor socket did not take a connection within 2 s: .*refused")):
         engine = QemuEngine(n6, tmp_path / "firmware.elf", tmp_path, tmp_path)
-        engine.qmp_path.unlink(missing_ok=True)
+        engine.monitor_path.unlink(missing_ok=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(str(engine.qmp_path))
+        server.bind(str(engine.monitor_path))
         if listening:  # else: the socket's file is there before QEMU listens on it (a loaded host): tried again
             server.listen(1)
         engine.child = pexpect.spawn("sleep", ["30"])
         began = time.monotonic()
         try:
             with pytest.raises(NetreproError, match=message):
-                engine._connect_qmp(2.0)
+                engine._connect_monitor(2.0)
         finally:
             engine.child.terminate(force=True)
             server.close()

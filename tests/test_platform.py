@@ -70,7 +70,8 @@ def test_bad_toml_and_bad_link_preset(tmp_path, n6):
 
 
 # What the descriptions turned into before their sections were typed: `netrepro platforms --json`, each board's
-# board_config.h and memory.ld, and QEMU's arguments (computed once from the dict-based loader).
+# board_config.h and memory.ld, and QEMU's arguments (computed once from the dict-based loader; the monitor since
+# moved from QMP to the human monitor, harness/rig/monitor.py).
 _OUTPUTS = json.loads((Path(__file__).parent / "platform_outputs.json").read_text())
 
 

@@ -43,7 +43,7 @@ def _die_with_parent_at(priority: str) -> Callable[[], None]:
     follows (device time, the board's clock port) does not: descheduled, its clock stops and the link
     with it. SCHED_FIFO would even hang it: a guest that keeps its TCG thread busy holds a core against
     QEMU's own main loop at the same priority, and two such QEMUs on two cores (tests on two workers)
-    never answered QMP; so it gets a better nice value only.
+    never answered their monitor; so it gets a better nice value only.
     """
     if priority not in PRIORITIES:
         raise ValueError(f"priority {priority!r} is not one of {PRIORITIES}")
@@ -89,7 +89,7 @@ class Stopped:
 
 
 def stop(proc: subprocess.Popen | pexpect.spawn, grace_s: float = 3.0, sig: int | None = signal.SIGTERM) -> Stopped:
-    """Ask a child to end with `sig` (None: it was already asked, e.g. over QMP), kill it after
+    """Ask a child to end with `sig` (None: it was already asked, e.g. over its monitor), kill it after
     grace_s, reap it and close what netrepro held of it (pipes, pty, console log)."""
     if isinstance(proc, pexpect.spawn):
         return _stop_console(proc, grace_s, sig)

@@ -1,4 +1,4 @@
-"""The engine: boots a firmware ELF in QEMU (controlled over QMP) or in the simavr board host,
+"""The engine: boots a firmware ELF in QEMU (controlled over its human monitor) or in the simavr board host,
 its console on a pty.
 
 The NIC's frames leave QEMU through a unix datagram socket (`-netdev dgram`), so the link can
@@ -16,25 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pexpect
-from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from harness.core.errors import NetreproError
 from harness.core.native import build_tool
 from harness.core.process import spawn_console, stop
 from harness.rig.console import Console
 from harness.rig.devicetime import DeviceTime
+from harness.rig.monitor import HumanMonitor, MonitorTimeout, run_state
 from harness.rig.platform import Platform
-
-QMP_TIMEOUT_S = 10.0  # QEMU answers a QMP command in milliseconds, on a loaded host too
-
-
-class _Qmp(QEMUMonitorProtocol):
-    """qemu.qmp's synchronous client, whose own connect() waits for QEMU's greeting without end."""
-
-    def connect_within(self, timeout: float) -> None:
-        self._qmp.await_greeting = True
-        self._qmp.negotiate = True
-        self._sync(self._qmp.connect(self._address), timeout=timeout)
 
 
 @dataclass(frozen=True)
@@ -90,8 +79,8 @@ class QemuEngine(EngineProcess):
     def __init__(self, platform: Platform, elf: Path, run_dir: Path, sock_dir: Path,
                  nic: NicBackend | None = None, time: DeviceTime | None = None) -> None:
         super().__init__(platform, elf, run_dir, sock_dir, nic, time)
-        self.qmp_path = sock_dir / "qmp.sock"
-        self.qmp: QEMUMonitorProtocol | None = None
+        self.monitor_path = sock_dir / "monitor.sock"
+        self.monitor: HumanMonitor | None = None
 
     def argv(self) -> list[str]:
         engine = self.platform.engine
@@ -100,7 +89,7 @@ class QemuEngine(EngineProcess):
             raise NetreproError(f"{engine.binary} not found",
                                 f"run ./tools/bootstrap {self.platform.name} to install QEMU")
         argv = [binary, "-M", engine.machine, "-kernel", str(self.elf), "-display", "none",
-                "-monitor", "none", "-serial", "stdio", "-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+                "-monitor", f"unix:{self.monitor_path},server=on,wait=off", "-serial", "stdio"]
         if engine.cpu is not None:
             argv += ["-cpu", engine.cpu]
         if engine.memory is not None:
@@ -139,7 +128,7 @@ class QemuEngine(EngineProcess):
         log = open(self.run_dir / "console.log", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
         self.child = spawn_console(argv, timeout=timeout, priority=self.priority())
         self.child.logfile_read = log
-        self.qmp = self._connect_qmp(timeout)
+        self.monitor = self._connect_monitor(timeout)
         console = Console(self.child, self.run_dir / "console.log")
         console.wait_boot(timeout)
         if self.time.icount_shift is not None:  # the core runs at host_mips: the board's ms lasts D ms
@@ -155,37 +144,33 @@ class QemuEngine(EngineProcess):
             return "normal"
         return "raised" if self.sends_clock else "realtime"
 
-    def _connect_qmp(self, timeout: float) -> QEMUMonitorProtocol:
+    def _connect_monitor(self, timeout: float) -> HumanMonitor:
         deadline = time.monotonic() + timeout
-        while not self.qmp_path.exists():
+        while not self.monitor_path.exists():
             if self.child is not None and not self.child.isalive():
                 raise NetreproError(f"QEMU exited at start: {self._exit_reason()}",
                                     f"see {self.run_dir / 'qemu-cmdline.txt'}")
             if time.monotonic() > deadline:
-                raise NetreproError(f"QEMU did not open its QMP socket within {timeout:.0f} s",
+                raise NetreproError(f"QEMU did not open its monitor socket within {timeout:.0f} s",
                                     "check that the platform's machine exists in this QEMU")
             time.sleep(0.02)
         while True:
-            qmp = _Qmp(str(self.qmp_path))
+            monitor = HumanMonitor(self.monitor_path)
             try:
-                qmp.connect_within(max(1.0, deadline - time.monotonic()))
-                break
-            except TimeoutError as exc:  # QEMU's main loop never got the CPU to greet (a busy guest held it)
-                raise NetreproError(f"QEMU did not answer on its QMP socket within {timeout:.0f} s",
+                monitor.connect_within(max(1.0, deadline - time.monotonic()))
+                return monitor
+            except MonitorTimeout as exc:  # QEMU's main loop never got the CPU to greet (a busy guest held it)
+                raise NetreproError(f"QEMU did not answer on its monitor socket within {timeout:.0f} s",
                                     "the host is too busy for this board; run fewer emulators at once") from exc
-            except Exception as exc:  # not listening yet (a loaded host), refused its arguments, or died
+            except OSError as exc:  # not listening yet (a loaded host), or it died
                 if self.child is not None and self.child.isalive() and time.monotonic() < deadline:
-                    qmp.close()
                     time.sleep(0.05)
                     continue
-                cause = getattr(exc, "exc", None) or exc
                 if self.child is not None and self.child.isalive():
-                    raise NetreproError(f"QEMU's QMP socket did not take a connection within {timeout:.0f} s: "
-                                        f"{cause}", "the host is too busy for this board; retry") from exc
+                    raise NetreproError(f"QEMU's monitor socket did not take a connection within {timeout:.0f} s: "
+                                        f"{exc}", "the host is too busy for this board; retry") from exc
                 raise NetreproError(f"QEMU exited at start: {self._exit_reason()}",
                                     f"see {self.run_dir / 'qemu-cmdline.txt'}") from exc
-        qmp.settimeout(QMP_TIMEOUT_S)  # a command QEMU never answers must not hold the run forever
-        return qmp
 
     def _exit_reason(self) -> str:
         with contextlib.suppress(Exception):
@@ -194,26 +179,25 @@ class QemuEngine(EngineProcess):
         return "no output"
 
     def status(self) -> str:
-        """QEMU's run state as QMP reports it ('running', 'paused', ...)."""
-        if self.qmp is None:
+        """QEMU's run state as its monitor reports it ('running', 'paused', ...)."""
+        if self.monitor is None:
             return "stopped"
-        return str(self.qmp.cmd("query-status")["status"])
+        return run_state(self.monitor.command("info status"))
 
     def stop(self) -> None:
-        """Quit QEMU (QMP first, then signals); safe to call more than once. A QEMU that does not answer
-        QMP (seen with a guest spinning with interrupts off on a loaded host) is signalled instead."""
+        """Quit QEMU (its monitor first, then signals); safe to call more than once. A QEMU that does not act on
+        the monitor (seen with a guest spinning with interrupts off on a loaded host) is killed after the grace."""
         asked = False
-        if self.qmp is not None:
-            with contextlib.suppress(Exception):
-                self.qmp.cmd("quit")
+        if self.monitor is not None:
+            with contextlib.suppress(OSError):
+                self.monitor.send("quit")
                 asked = True
         if self.child is not None:
             stop(self.child, sig=None if asked else signal.SIGTERM)
             self.child = None
-        if self.qmp is not None:  # after QEMU has gone, so its socket is closed and this cannot wait
-            with contextlib.suppress(Exception):
-                self.qmp.close()
-            self.qmp = None
+        if self.monitor is not None:
+            self.monitor.close()
+            self.monitor = None
 
 
 class SimavrBoardHost(EngineProcess):
