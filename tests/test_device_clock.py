@@ -87,10 +87,13 @@ def test_a_known_loop_takes_its_modelled_time_on_the_boards_clock(board):
     expected_ms = iterations * k / board.model_mips / 1000
     assert abs(result["ms"] - expected_ms) <= 0.01 * expected_ms, \
         f"{board.platform.name}: {result['ms']} ms on the board for {expected_ms:.1f} ms of modelled instructions"
-    # The fine clock agrees with the tick: the loop and the two commands around it, give or take the
-    # tick's own step (a loop that starts just before a tick counts up to one ms more than it took)
-    assert (result["ms"] - 1) * 1000 <= load["total_us"] <= result["ms"] * 1000 * 1.02 + 2000, (result, load)
-    assert load["busy_ppm"] > 900_000, load
+    # The fine clock agrees with the tick: the loop is its busy time, give or take the tick's own step (a loop
+    # that starts just before a tick counts up to one ms more than it took). Its idle time is the board waiting
+    # for the console's next command, which a busy host answers later (22 ms of the board's time beside two busy
+    # loops): the whole interval, once compared here, measured the host.
+    busy_us = load["busy_ppm"] * load["total_us"] / 1e6
+    assert (result["ms"] - 1) * 1000 <= busy_us <= result["ms"] * 1000 * 1.02 + 2000, (result, load)
+    assert busy_us <= load["total_us"], load
 
 
 def test_an_idle_board_reports_a_low_load_and_its_clock_never_runs_ahead_of_the_wall(board):
