@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from planned_d_bench import case_plan, median, one_run, write_results  # noqa: E402
+from planned_d_bench import alternated, case_plan, median, write_results  # noqa: E402
 from suite_bench import head_commit  # noqa: E402
 
 from harness.runs.plan import RunPlan  # noqa: E402
@@ -87,12 +87,7 @@ def main() -> int:
         for report, case in CASES:
             plan = case_plan(report, case, 1, args.seconds)
             plans = {MONITORS[0]: plan, MONITORS[1]: with_qmp(plan, Path(sockets))}
-            direction = "tx" if " tx" in case else "rx"
-            for i in range(args.repeats):
-                for monitor, variant in plans.items():
-                    row = {"report": report, "case": case, "monitor": monitor, **one_run(variant, direction)}
-                    print(f"{report} {case} run {i + 1}, {monitor}: {row}", flush=True)
-                    rows.append(row)
+            rows += alternated(report, case, "monitor", plans, args.repeats)
     summarised = summary(rows)
     command = " ".join(["python benchmarks/monitor_bench.py", *sys.argv[1:]])
     write_results("monitor", rows, summarised, markdown(summarised, command, head_commit(), args.seconds,

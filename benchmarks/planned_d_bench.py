@@ -180,17 +180,25 @@ def main() -> int:
     rows = []
     for report, case in CASES:
         plans = {speedup: case_plan(report, case, speedup, args.seconds) for speedup in SPEEDUPS}
-        direction = "tx" if " tx" in case else "rx"
-        for i in range(args.repeats):
-            for speedup, plan in plans.items():
-                row = {"report": report, "case": case, "speedup": speedup, **one_run(plan, direction)}
-                print(f"{report} {case} run {i + 1} at D {row['planned_d']:g}: {row}", flush=True)
-                rows.append(row)
+        rows += alternated(report, case, "speedup", plans, args.repeats)
     summarised = summary(rows)
     command = " ".join(["python benchmarks/planned_d_bench.py", *sys.argv[1:]])
     write_results("planned-d", rows, summarised, markdown(summarised, command, head_commit(), args.seconds,
                                                           args.repeats))
     return 0
+
+
+def alternated(report: str, case: str, key: str, plans: dict[Any, RunPlan], repeats: int) -> list[dict[str, Any]]:
+    """Each plan of the case run `repeats` times, in turn (plan 1, plan 2, ..., plan 1, ...), so that what the host
+    does meanwhile falls on all of them alike; each row names its plan under `key`."""
+    direction = "tx" if " tx" in case else "rx"
+    rows = []
+    for i in range(repeats):
+        for name, plan in plans.items():
+            row = {"report": report, "case": case, key: name, **one_run(plan, direction)}
+            print(f"{report} {case} run {i + 1}, {key} {name}: {row}", flush=True)
+            rows.append(row)
+    return rows
 
 
 def write_results(stem: str, rows: list[dict[str, Any]], summarised: list[dict[str, Any]], text: str) -> None:

@@ -66,3 +66,14 @@ def test_the_tables_have_a_line_per_case_and_d_a_comparison_per_other_d_and_the_
     assert "| openmv-n6 wifi rx before | 6.4 (platform 3.2) | 1.818 | 1.818 | -0.8 % |" in text
     (fitted,) = [line for line in text.splitlines() if line.startswith("| openmv-n6 wifi rx before | 2")]
     assert fitted.count("|") == 8
+
+
+def test_alternated_runs_each_plan_in_turn_and_names_it(monkeypatch):
+    import planned_d_bench
+
+    ran = []
+    monkeypatch.setattr(planned_d_bench, "one_run", lambda plan, direction: ran.append((plan, direction)) or {"x": 1})
+    rows = planned_d_bench.alternated("openmv-n6", "wifi tx before", "speedup", {1: "p1", 2: "p2"}, 2)
+    assert ran == [("p1", "tx"), ("p2", "tx"), ("p1", "tx"), ("p2", "tx")]
+    assert [r["speedup"] for r in rows] == [1, 2, 1, 2] and rows[0] == {"report": "openmv-n6",
+                                                                     "case": "wifi tx before", "speedup": 1, "x": 1}

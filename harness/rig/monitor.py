@@ -43,21 +43,19 @@ class HumanMonitor:
             self._sock = sock
             self._read_to_prompt(time.monotonic() + timeout)
         except BaseException:
-            self.close()
+            self._sock = None
             sock.close()
             raise
 
     def command(self, line: str, timeout: float = COMMAND_TIMEOUT_S) -> str:
         """Run one command and return what QEMU printed for it (its echo and the prompt left out)."""
-        if self._sock is None:
-            raise ConnectionError("the monitor is not connected")
-        self._sock.sendall(line.encode() + b"\n")
+        self.send(line)
         text = self._read_to_prompt(time.monotonic() + timeout)
         lines = _ESCAPES.sub("", text).replace("\r", "").split("\n")
         return "\n".join(lines[1:]).strip()  # the first line is the monitor's echo of the command
 
     def send(self, line: str) -> None:
-        """Send a command whose answer is QEMU going away (`quit`): nothing is read back."""
+        """Send a command and read nothing back (`quit`, whose answer is QEMU going away)."""
         if self._sock is None:
             raise ConnectionError("the monitor is not connected")
         self._sock.sendall(line.encode() + b"\n")
